@@ -1,0 +1,302 @@
+#include "frontend/onnx_loader.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include "frontend/shape_inference.h"
+#include "frontend/simplify.h"
+#include "ir/op_registry.h"
+
+namespace korch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail_io("'{}': no such file", path);
+  if (fs::is_directory(path, ec)) fail_io("'{}' is a directory, not an ONNX file", path);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail_io("cannot open '{}'", path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+bool parse_proto(google::protobuf::MessageLite& msg, const std::string& bytes) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetTotalBytesLimit(INT32_MAX);
+  return msg.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+template <typename Src, typename Dst>
+void copy_field(const google::protobuf::RepeatedField<Src>& from, Tensor& t) {
+  Dst* d = reinterpret_cast<Dst*>(t.raw());
+  for (int i = 0; i < from.size(); ++i) d[i] = static_cast<Dst>(from.Get(i));
+}
+
+// Reads external data for `tp` from a file next to the model.
+void read_external(const onnx::TensorProto& tp, const std::string& base_dir, Tensor& t) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : tp.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::stoll(kv.value());
+    else if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  if (location.empty()) fail("tensor '{}': external data without a location", tp.name());
+  fs::path rel(location);
+  if (rel.is_absolute() || location.find("..") != std::string::npos)
+    fail("tensor '{}': external data location '{}' must be a relative path inside the model folder", tp.name(), location);
+  fs::path file = fs::path(base_dir) / rel;
+  std::ifstream f(file, std::ios::binary);
+  if (!f) fail_io("tensor '{}': cannot open external data file '{}'", tp.name(), file.string());
+  f.seekg(0, std::ios::end);
+  int64_t size = static_cast<int64_t>(f.tellg());
+  int64_t need = static_cast<int64_t>(t.nbytes());
+  if (length >= 0 && length != need)
+    fail("tensor '{}': external data length {} does not match its shape ({} bytes)", tp.name(), length, need);
+  if (offset < 0 || offset + need > size)
+    fail("tensor '{}': external data file '{}' is too short ({} bytes, needs {} at offset {})", tp.name(), file.string(),
+         size, need, offset);
+  f.seekg(offset);
+  f.read(reinterpret_cast<char*>(t.raw()), need);
+  if (!f) fail_io("tensor '{}': error reading '{}'", tp.name(), file.string());
+}
+
+Tensor tensor_from_proto(const onnx::TensorProto& tp, const std::string& base_dir) {
+  auto dtype = dtype_from_onnx(tp.data_type());
+  if (!dtype) fail_unsupported("tensor '{}' has ONNX element type {}, which Korch does not support", tp.name(), tp.data_type());
+  Shape shape(tp.dims().begin(), tp.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) fail("tensor '{}' has a negative dimension", tp.name());
+  Tensor t(*dtype, shape);
+  const size_t nbytes = t.nbytes();
+  const int64_t n = t.numel();
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    read_external(tp, base_dir, t);
+    return t;
+  }
+  if (tp.has_raw_data()) {
+    if (tp.raw_data().size() != nbytes)
+      fail("tensor '{}': raw data has {} bytes, its shape {} needs {}", tp.name(), tp.raw_data().size(), shape_str(shape), nbytes);
+    if (nbytes) std::memcpy(t.raw(), tp.raw_data().data(), nbytes);
+    return t;
+  }
+  auto check_count = [&](int count) {
+    if (count != n) fail("tensor '{}': has {} values, its shape {} needs {}", tp.name(), count, shape_str(shape), n);
+  };
+  switch (*dtype) {
+    case DType::kFloat32: check_count(tp.float_data_size()); copy_field<float, float>(tp.float_data(), t); break;
+    case DType::kFloat64: check_count(tp.double_data_size()); copy_field<double, double>(tp.double_data(), t); break;
+    case DType::kInt64: check_count(tp.int64_data_size()); copy_field<int64_t, int64_t>(tp.int64_data(), t); break;
+    case DType::kInt32: check_count(tp.int32_data_size()); copy_field<int32_t, int32_t>(tp.int32_data(), t); break;
+    case DType::kInt16: check_count(tp.int32_data_size()); copy_field<int32_t, int16_t>(tp.int32_data(), t); break;
+    case DType::kInt8: check_count(tp.int32_data_size()); copy_field<int32_t, int8_t>(tp.int32_data(), t); break;
+    case DType::kUInt16: check_count(tp.int32_data_size()); copy_field<int32_t, uint16_t>(tp.int32_data(), t); break;
+    case DType::kUInt8: check_count(tp.int32_data_size()); copy_field<int32_t, uint8_t>(tp.int32_data(), t); break;
+    case DType::kBool: check_count(tp.int32_data_size()); copy_field<int32_t, bool>(tp.int32_data(), t); break;
+    case DType::kFloat16: case DType::kBFloat16:
+      check_count(tp.int32_data_size()); copy_field<int32_t, uint16_t>(tp.int32_data(), t); break;
+    case DType::kUInt32: check_count(tp.uint64_data_size()); copy_field<uint64_t, uint32_t>(tp.uint64_data(), t); break;
+    case DType::kUInt64: check_count(tp.uint64_data_size()); copy_field<uint64_t, uint64_t>(tp.uint64_data(), t); break;
+    default: fail_unsupported("tensor '{}': element type {} not supported", tp.name(), dtype_name(*dtype));
+  }
+  return t;
+}
+
+AttrValue attr_from_proto(const onnx::AttributeProto& a, const std::string& base_dir) {
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: return a.i();
+    case A::FLOAT: return a.f();
+    case A::STRING: return a.s();
+    case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case A::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
+    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case A::TENSOR: return tensor_from_proto(a.t(), base_dir);
+    case A::GRAPH: case A::GRAPHS:
+      fail_unsupported("attribute '{}' holds a subgraph; control flow (If/Loop/Scan) is not supported", a.name());
+    default: fail_unsupported("attribute '{}' has unsupported attribute type {}", a.name(), static_cast<int>(a.type()));
+  }
+}
+
+Graph convert_model(const onnx::ModelProto& model, const std::string& path, const LoadOptions& options) {
+  const std::string base_dir = fs::path(path).parent_path().string();
+  Graph g;
+  g.name = model.graph().name().empty() ? "main" : model.graph().name();
+  int opset = -1;
+  for (const auto& imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
+  if (opset < 0) {
+    if (model.opset_import_size() == 0 && model.graph().node_size() == 0) opset = kMaxOpset;
+    else fail("model declares no default-domain opset");
+  }
+  if (opset < kMinOpset || opset > kMaxOpset)
+    fail_unsupported("model uses opset {}; Korch supports default-domain opsets {} through {}", opset, kMinOpset, kMaxOpset);
+  g.opset = opset;
+  const onnx::GraphProto& gp = model.graph();
+  if (gp.sparse_initializer_size() > 0) fail_unsupported("sparse initializers are not supported");
+
+  std::unordered_map<std::string, ValueId> by_name;
+  auto define = [&](const std::string& name, ValueId id) {
+    if (!by_name.emplace(name, id).second) fail("tensor name '{}' is defined more than once", name);
+  };
+  for (const auto& init : gp.initializer()) {
+    if (init.name().empty()) fail("an initializer has no name");
+    define(init.name(), g.add_constant(init.name(), tensor_from_proto(init, base_dir)));
+  }
+  std::set<std::string> overridden;
+  for (const auto& in : gp.input()) {
+    if (by_name.count(in.name())) continue;  // initializer listed as input (IR < 4): a constant
+    if (!in.type().has_tensor_type()) fail_unsupported("input '{}' is not a tensor (sequences/maps are not supported)", in.name());
+    const auto& tt = in.type().tensor_type();
+    auto dtype = dtype_from_onnx(tt.elem_type());
+    if (!dtype || *dtype == DType::kString)
+      fail_unsupported("input '{}' has ONNX element type {}, which Korch does not support", in.name(), tt.elem_type());
+    Shape shape;
+    auto it = options.input_shapes.find(in.name());
+    if (it != options.input_shapes.end()) {
+      shape = it->second;
+      overridden.insert(in.name());
+      if (tt.has_shape()) {
+        if (tt.shape().dim_size() != static_cast<int>(shape.size()))
+          fail("--shape {}={} has rank {}, the model declares rank {}", in.name(), shape_str(shape), shape.size(),
+               tt.shape().dim_size());
+        for (int d = 0; d < tt.shape().dim_size(); ++d) {
+          const auto& dim = tt.shape().dim(d);
+          if (dim.has_dim_value() && dim.dim_value() != shape[static_cast<size_t>(d)])
+            fail("--shape {}={} conflicts with the model's fixed dimension {} = {}", in.name(), shape_str(shape), d,
+                 dim.dim_value());
+        }
+      }
+    } else {
+      if (!tt.has_shape()) fail("input '{}' has no shape; give one with --shape {}=DxDx...", in.name(), in.name());
+      for (int d = 0; d < tt.shape().dim_size(); ++d) {
+        const auto& dim = tt.shape().dim(d);
+        if (!dim.has_dim_value() || dim.dim_value() < 0) {
+          std::string sym = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "unknown";
+          fail("input '{}' has symbolic dimension {} at axis {}; fix it with --shape {}=DxDx...", in.name(), sym, d,
+               in.name());
+        }
+        shape.push_back(dim.dim_value());
+      }
+    }
+    define(in.name(), g.add_input(in.name(), TensorType{*dtype, shape}));
+  }
+  for (const auto& [name, shape] : options.input_shapes)
+    if (!overridden.count(name)) fail("--shape names '{}', which is not an input of the model", name);
+
+  // Nodes: create output values first so node order in the file does not matter, then sort.
+  std::vector<std::pair<const onnx::NodeProto*, std::string>> protos;
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const auto& np = gp.node(i);
+    std::string name = np.name().empty() ? fmt::format("{}_{}", np.op_type(), i) : np.name();
+    protos.emplace_back(&np, name);
+    for (const auto& out : np.output()) {
+      if (out.empty()) continue;
+      define(out, g.add_value(out, TensorType{}));
+    }
+  }
+  for (const auto& [np, name] : protos) {
+    Node n;
+    n.name = name;
+    n.op_type = np->op_type();
+    n.domain = np->domain();
+    auto label = [&] { return fmt::format("{}: node '{}' ({}, opset {})", path, n.name, n.op_type, opset); };
+    try {
+      for (const auto& in : np->input()) {
+        if (in.empty()) { n.inputs.push_back(kNoValue); continue; }
+        auto it = by_name.find(in);
+        if (it == by_name.end()) fail("input '{}' is not produced by any node, graph input or initializer", in);
+        n.inputs.push_back(it->second);
+      }
+      for (const auto& out : np->output()) n.outputs.push_back(out.empty() ? kNoValue : by_name.at(out));
+      for (const auto& a : np->attribute()) {
+        if (!a.ref_attr_name().empty()) fail_unsupported("attribute '{}' refers to a function attribute", a.name());
+        n.attrs.set(a.name(), attr_from_proto(a, base_dir));
+      }
+    } catch (const Error& e) {
+      rethrow_with_context(e, label());
+    }
+    g.add_node(std::move(n));
+  }
+  for (const auto& out : gp.output()) {
+    auto it = by_name.find(out.name());
+    if (it == by_name.end()) fail("graph output '{}' is not produced by any node, input or initializer", out.name());
+    g.outputs.push_back(it->second);
+  }
+  if (g.outputs.empty()) fail("model has no outputs");
+  try {
+    g.topo_sort();
+  } catch (const Error& e) {
+    rethrow_with_context(e, path);
+  }
+  return g;
+}
+
+}  // namespace
+
+Graph load_onnx_bytes(const std::string& bytes, const std::string& path, const LoadOptions& options) {
+  onnx::ModelProto model;
+  if (bytes.empty()) fail("'{}': file is empty", path);
+  if (!parse_proto(model, bytes)) fail("'{}': not a valid ONNX model (truncated or corrupt protobuf)", path);
+  if (!model.has_graph()) fail("'{}': not a valid ONNX model (no graph)", path);
+  Graph g;
+  try {
+    g = convert_model(model, path, options);
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(path, 0) == 0) throw;
+    rethrow_with_context(e, path);
+  }
+  infer_shapes_and_fold(g, path);
+  if (options.simplify) simplify_graph(g);
+  try {
+    verify_graph(g, /*registry_check=*/false);
+  } catch (const Error& e) {
+    rethrow_with_context(e, path);
+  }
+  return g;
+}
+
+Graph load_onnx(const std::string& path, const LoadOptions& options) {
+  return load_onnx_bytes(read_file(path), path, options);
+}
+
+Tensor load_onnx_tensor(const std::string& path) {
+  onnx::TensorProto tp;
+  std::string bytes = read_file(path);
+  if (!parse_proto(tp, bytes)) fail("'{}': not a valid ONNX TensorProto", path);
+  try {
+    return tensor_from_proto(tp, fs::path(path).parent_path().string());
+  } catch (const Error& e) {
+    rethrow_with_context(e, path);
+  }
+}
+
+Shape parse_shape_text(const std::string& text) {
+  Shape s;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) fail("malformed shape '{}' (expected e.g. 1x3x224x224)", text);
+    for (char c : cur)
+      if (c < '0' || c > '9') fail("malformed shape '{}' (expected e.g. 1x3x224x224)", text);
+    s.push_back(std::stoll(cur));
+    cur.clear();
+  };
+  for (char c : text) {
+    if (c == 'x' || c == 'X' || c == ',') flush();
+    else if (c != ' ') cur += c;
+  }
+  if (!text.empty()) flush();
+  return s;
+}
+
+}  // namespace korch

@@ -1,0 +1,34 @@
+// ONNX frontend: the only code that touches protobuf.
+//
+// load_onnx(path) reads a .onnx file (external-data initializers included), converts it to a
+// Graph, fixes input shapes, then runs shape inference with constant folding (shape_inference.h)
+// and simplification (simplify.h). After it returns, every value has a static dtype and shape,
+// every node is a supported op, and the graph passes verify_graph().
+//
+// Errors (korch::Error) name the model path, and for node problems the node, op type and opset.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace korch {
+
+struct LoadOptions {
+  // Overrides / fixes input shapes: name -> shape (e.g. from --shape x=1x3x224x224).
+  std::map<std::string, Shape> input_shapes;
+  bool simplify = true;  // Identity/Dropout removal + dead code elimination
+};
+
+Graph load_onnx(const std::string& path, const LoadOptions& options = {});
+// Same, from serialized ModelProto bytes; `path` is used for messages and external data.
+Graph load_onnx_bytes(const std::string& bytes, const std::string& path, const LoadOptions& options = {});
+
+// Reads a serialized ONNX TensorProto (.pb files of the ONNX backend tests).
+Tensor load_onnx_tensor(const std::string& path);
+
+// Parses "1x3x224x224" (also "1,3,224,224"); throws on malformed text.
+Shape parse_shape_text(const std::string& text);
+
+}  // namespace korch

@@ -1,0 +1,113 @@
+// The operator table: for every supported ONNX operator, its opset range, its static shape/dtype
+// inference and its reference implementation (the interpreter's kernel).
+//
+// Operator families live in src/ir/ops/<family>.cc, each exposing one register_<family>_ops()
+// function; register_all_ops() (ops/all_ops.cc) calls them all once. Explicit registration instead
+// of static initialisers: static libraries drop unreferenced object files, silently losing ops.
+//
+// Contract for an op's functions:
+//  - infer(ctx) returns one TensorType per node output (for omitted optional outputs anything).
+//    It may read compile-time constant inputs through ctx.constant(i) (Reshape's shape, Slice's
+//    starts...) and must fail (korch::fail / fail_unsupported) when a value it needs is not
+//    constant. It never sees node names; the frontend adds them to the message.
+//  - eval(ctx) computes the outputs from input tensors. Output types were already inferred
+//    (ctx.output_type(i)), so eval only computes values. Reference semantics: plain loops,
+//    fp32 math for fp32 (accumulate in double where it costs nothing, e.g. reductions).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace korch {
+
+constexpr int kMinOpset = 7;   // oldest default-domain opset Korch accepts
+constexpr int kMaxOpset = 22;  // newest default-domain opset Korch accepts
+
+struct OpInferContext {
+  const Node& node;
+  int opset;
+  std::vector<const TensorType*> input_types;  // nullptr for omitted inputs
+  std::vector<const Tensor*> input_constants;  // nullptr when not a compile-time constant
+
+  const Attributes& attrs() const { return node.attrs; }
+  int num_inputs() const { return static_cast<int>(input_types.size()); }
+  bool has_input(int i) const { return i < num_inputs() && input_types[static_cast<size_t>(i)] != nullptr; }
+  // Type of a required input; fails when it is missing.
+  const TensorType& input(int i) const;
+  // The constant value of input i, or nullptr (also when the input is omitted).
+  const Tensor* constant(int i) const { return has_input(i) ? input_constants[static_cast<size_t>(i)] : nullptr; }
+  // The constant value of input i; fails with "<what> must be a constant" when it is not.
+  const Tensor& require_constant(int i, const char* what) const;
+  int num_outputs() const { return static_cast<int>(node.outputs.size()); }
+};
+
+struct OpEvalContext {
+  const Node& node;
+  int opset;
+  std::vector<const Tensor*> inputs;       // nullptr for omitted inputs
+  std::vector<TensorType> output_types;    // from inference
+
+  const Attributes& attrs() const { return node.attrs; }
+  int num_inputs() const { return static_cast<int>(inputs.size()); }
+  bool has_input(int i) const { return i < num_inputs() && inputs[static_cast<size_t>(i)] != nullptr; }
+  const Tensor& input(int i) const;
+  const TensorType& output_type(int i) const { return output_types.at(static_cast<size_t>(i)); }
+  int num_outputs() const { return static_cast<int>(output_types.size()); }
+};
+
+using InferFn = std::function<std::vector<TensorType>(const OpInferContext&)>;
+using EvalFn = std::function<std::vector<Tensor>(const OpEvalContext&)>;
+
+struct OpDef {
+  std::string op_type;
+  int min_opset = 1;          // first default-domain opset with this op (as Korch implements it)
+  int max_opset = kMaxOpset;  // last opset whose semantics Korch implements
+  InferFn infer;
+  EvalFn eval;
+  // False for ops whose outputs must not be precomputed even when inputs are constant
+  // (RandomNormal...). Everything deterministic is foldable.
+  bool foldable = true;
+};
+
+class OpRegistry {
+ public:
+  static const OpRegistry& global();  // filled by register_all_ops() on first use
+  void add(OpDef def);
+  // nullptr when the op type is unknown.
+  const OpDef* find(const std::string& op_type) const;
+  std::vector<const OpDef*> all() const;  // sorted by name
+
+ private:
+  std::map<std::string, OpDef> ops_;
+};
+
+// Looks up the op for `node` at `opset`; throws kUnsupported when unknown, not in the default
+// domain, or outside the implemented opset range.
+const OpDef& lookup_op(const Node& node, int opset);
+
+// Runs an op's inference / evaluation on concrete tensors (used by the interpreter, constant
+// folding and tests). Errors carry no node context; callers add it.
+std::vector<TensorType> infer_node(const Node& node, int opset, const std::vector<const TensorType*>& types,
+                                   const std::vector<const Tensor*>& constants);
+std::vector<Tensor> eval_node(const Node& node, int opset, const std::vector<const Tensor*>& inputs);
+
+// "node 'conv1' (Conv, opset 17)" — the standard prefix of node-level errors.
+std::string node_label(const Node& node, int opset);
+
+void register_all_ops(OpRegistry& r);
+// Families (src/ir/ops/*.cc).
+void register_elementwise_ops(OpRegistry& r);  // unary/binary math, activations, compare, logic, Cast, Where, Clip
+void register_linear_ops(OpRegistry& r);       // MatMul, Gemm, Conv, ConvTranspose, Einsum
+void register_pool_ops(OpRegistry& r);         // MaxPool, AveragePool, Global*Pool, LpPool
+void register_reduce_ops(OpRegistry& r);       // Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax, CumSum, TopK
+void register_norm_ops(OpRegistry& r);         // Batch/Instance/Layer/Group normalization, LpNormalization
+void register_layout_ops(OpRegistry& r);       // Reshape, Flatten, Transpose, (Un)Squeeze, Concat, Split, Slice,
+                                               // Gather*, Expand, Tile, DepthToSpace, SpaceToDepth, Pad
+void register_resize_ops(OpRegistry& r);       // Resize, Upsample
+void register_misc_ops(OpRegistry& r);         // Constant, Identity, Dropout, Shape, Size, ConstantOfShape, Range,
+                                               // EyeLike, Trilu, NonZero(const) ...
+
+}  // namespace korch

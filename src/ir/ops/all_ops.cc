@@ -1,0 +1,16 @@
+#include "ir/op_registry.h"
+
+namespace korch {
+
+void register_all_ops(OpRegistry& r) {
+  register_elementwise_ops(r);
+  register_linear_ops(r);
+  register_pool_ops(r);
+  register_reduce_ops(r);
+  register_norm_ops(r);
+  register_layout_ops(r);
+  register_resize_ops(r);
+  register_misc_ops(r);
+}
+
+}  // namespace korch

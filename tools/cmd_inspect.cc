@@ -1,0 +1,58 @@
+// korch inspect MODEL.onnx
+#include <algorithm>
+
+#include "commands.h"
+#include "frontend/onnx_loader.h"
+#include "ir/graph_stats.h"
+#include "support/strings.h"
+
+namespace korch::cli {
+
+std::map<std::string, std::vector<int64_t>> parse_shape_options(const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const std::string& s : specs) {
+    size_t eq = s.rfind('=');
+    if (eq == std::string::npos || eq == 0) fail("--shape expects NAME=1x3x224x224, got '{}'", s);
+    out[s.substr(0, eq)] = parse_shape_text(s.substr(eq + 1));
+  }
+  return out;
+}
+
+Command add_inspect(CLI::App& app) {
+  struct Opts { std::string model; std::vector<std::string> shapes; bool all_tensors = false; };
+  auto o = std::make_shared<Opts>();
+  app.add_option("model", o->model, "ONNX model file")->required();
+  app.add_option("--shape", o->shapes, "Fix an input shape: NAME=1x3x224x224 (repeatable)");
+  app.add_flag("--tensors", o->all_tensors, "List every intermediate tensor too");
+  return [o]() {
+    LoadOptions lo;
+    lo.input_shapes = parse_shape_options(o->shapes);
+    Graph g = load_onnx(o->model, lo);
+    GraphStats s = graph_stats(g);
+    fmt::print("model      {}\n", o->model);
+    fmt::print("graph      {} (opset {})\n", g.name, g.opset);
+    fmt::print("nodes      {}\n", g.nodes.size());
+    fmt::print("parameters {} ({})\n", human_count(static_cast<double>(s.parameters)), human_bytes(s.parameter_bytes));
+    fmt::print("FLOPs      {}\n", human_count(s.flops));
+    fmt::print("bytes      {} read, {} written (per-operator, unfused)\n", human_bytes(s.bytes_read),
+               human_bytes(s.bytes_written));
+    fmt::print("inputs\n");
+    for (ValueId v : g.inputs) fmt::print("  {:<30} {}\n", g.value(v).name, type_str(g.type(v)));
+    fmt::print("outputs\n");
+    for (ValueId v : g.outputs) fmt::print("  {:<30} {}\n", g.value(v).name, type_str(g.type(v)));
+    std::vector<std::pair<int, std::string>> hist;
+    for (const auto& [op, n] : s.op_histogram) hist.emplace_back(-n, op);
+    std::sort(hist.begin(), hist.end());
+    fmt::print("operators ({} kinds)\n", hist.size());
+    for (const auto& [n, op] : hist) fmt::print("  {:<24} {}\n", op, -n);
+    if (o->all_tensors) {
+      fmt::print("tensors\n");
+      for (const Node& n : g.nodes)
+        for (ValueId v : n.outputs)
+          if (v != kNoValue) fmt::print("  {:<40} {:<24} {}\n", g.value(v).name, type_str(g.type(v)), n.op_type);
+    }
+    return 0;
+  };
+}
+
+}  // namespace korch::cli

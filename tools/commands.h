@@ -1,0 +1,19 @@
+// The `korch` subcommands. Each add_* registers its options on the app and returns the callback
+// to run when that subcommand is chosen.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace korch::cli {
+
+using Command = std::function<int()>;
+
+Command add_inspect(CLI::App& app);
+Command add_run(CLI::App& app);
+
+// Parses repeated --shape name=1x3x224x224 options.
+std::map<std::string, std::vector<int64_t>> parse_shape_options(const std::vector<std::string>& specs);
+
+}  // namespace korch::cli
