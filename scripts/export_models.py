@@ -2,7 +2,7 @@
 """Export Korch's evaluation models to ONNX (opset 17, static shapes, random weights).
 
 Every model is built with ``torch.manual_seed(0)`` and random weights (no
-pretrained downloads), put in eval mode and exported with the TorchScript
+pretrained downloads; see ``make_weights_nontrivial``), put in eval mode and exported with the TorchScript
 exporter (``do_constant_folding=True``, no dynamic axes). Files land in a cache
 folder: ``--out``, else ``$KORCH_MODELS``, else ``<repo>/.cache/models``.
 
@@ -190,6 +190,51 @@ PAPER = [n for n, s in MODELS.items() if s.group == "paper"]
 HELDBACK = [n for n, s in MODELS.items() if s.group == "heldback"]
 
 
+def make_weights_nontrivial(model, x) -> None:
+    """Give a freshly initialised model the statistics of a trained one, so the
+    ONNX comparison exercises every operator (seeded by the caller).
+
+    Default inits leave BatchNorm as identity (mean 0, var 1, gamma 1, beta 0),
+    zero biases, zero heads (vit_b_16 outputs all zeros) and 1e-6 layer scales
+    (convnext: residual branches invisible), and activations decay through
+    deep stacks (efficientnet_b0 logits ~1e-14). So: norm gammas ~ U(0.5, 1.5);
+    zero/tiny parameters get N(0, 1/fan_in) (matrices) or N(0, 0.1) (vectors);
+    then BatchNorm running stats are calibrated on ``x`` in one eval forward
+    pass (each BN takes the per-channel mean/var of its actual input)."""
+    import torch
+    import torch.nn as nn
+
+    norms = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm,
+             nn.modules.instancenorm._InstanceNorm)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, norms) and getattr(m, "weight", None) is not None:
+                m.weight.uniform_(0.5, 1.5)
+        for p in model.parameters():
+            if p.is_floating_point() and p.numel() and p.abs().max() < 1e-3:
+                fan_in = p.numel() // p.shape[0] if p.dim() >= 2 else 1
+                if p.dim() >= 2 and p.shape[0] > 1 and fan_in > 1:
+                    p.normal_(0.0, fan_in ** -0.5)
+                else:
+                    p.normal_(0.0, 0.1)
+
+        def calibrate(bn, inputs):
+            t = inputs[0].detach().float()
+            dims = [d for d in range(t.dim()) if d != 1]
+            if t.numel() // t.shape[1] >= 2:
+                bn.running_mean.copy_(t.mean(dims))
+                bn.running_var.copy_(t.var(dims, unbiased=False))
+
+        hooks = [m.register_forward_pre_hook(calibrate) for m in model.modules()
+                 if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
+        try:
+            model.eval()
+            model(x)
+        finally:
+            for h in hooks:
+                h.remove()
+
+
 def file_name(name: str, batch: int = 1) -> str:
     return f"{name}.onnx" if batch == 1 else f"{name}_b{batch}.onnx"
 
@@ -213,6 +258,7 @@ def export(name: str, batch: int = 1, out_dir: Path | str | None = None,
     torch.manual_seed(0)
     model = spec.build().eval()
     x = torch.randn((batch,) + spec.input_shape[1:])
+    make_weights_nontrivial(model, x)
     tmp = path.with_suffix(".onnx.tmp")
     # Grad stays enabled: nn.TransformerEncoderLayer / MultiheadAttention would
     # otherwise take their fused inference fast path, which is not exportable.

@@ -1,0 +1,254 @@
+// Runs the ONNX backend node tests (onnx 1.22.0: model.onnx + test_data_set_*/{input,output}_N.pb)
+// through the frontend and the reference interpreter and compares with the expected outputs.
+//
+// Each case runs in a forked child with a time limit, so a crash or hang in one case is reported
+// as that case's failure instead of killing the run.
+//
+// Classification of a case:
+//   pass          outputs match (floats: |a-e| <= atol + rtol*|e|, ONNX's backend-test default
+//                 rtol=1e-3, atol=1e-7; NaN matches NaN; integers and bools exactly)
+//   no-op         the model uses an operator Korch does not support (not in scope)
+//   out-of-scope  a supported op, but a feature Korch declares unsupported (a dtype, an attribute
+//                 value); the reason is Korch's own kUnsupported message, printed grouped by reason,
+//                 or the case is listed in the expectations file with a reason
+//   fail          anything else: wrong numbers, an invalid-model error, a crash, a timeout
+// Exit status is non-zero iff some case fails.
+//
+// Usage: korch_conformance NODE_DIR [--expect FILE] [--filter SUBSTR] [--verbose] [--timeout S]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "frontend/onnx_loader.h"
+#include "ir/interpreter.h"
+
+namespace fs = std::filesystem;
+using namespace korch;
+
+namespace {
+
+enum class Outcome { kPass = 0, kNoOp = 1, kOutOfScope = 2, kFail = 3 };
+
+struct Result {
+  Outcome outcome;
+  std::string detail;
+};
+
+std::vector<std::string> sorted_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    out.push_back(p.string());
+  }
+  return out;
+}
+
+std::string compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
+  if (got.dtype() != want.dtype())
+    return fmt::format("dtype {} != expected {}", dtype_name(got.dtype()), dtype_name(want.dtype()));
+  if (got.shape() != want.shape())
+    return fmt::format("shape {} != expected {}", shape_str(got.shape()), shape_str(want.shape()));
+  bool exact = !is_float(want.dtype());
+  double worst = 0;
+  int64_t bad = 0, first_bad = -1;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = got.get_as_double(i), e = want.get_as_double(i);
+    if (std::isnan(e) && std::isnan(a)) continue;
+    if (std::isinf(e) && a == e) continue;
+    double err = std::fabs(a - e);
+    bool ok = exact ? a == e : err <= atol + rtol * std::fabs(e);
+    if (!ok) {
+      if (first_bad < 0) first_bad = i;
+      ++bad;
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+  }
+  if (!bad) return "";
+  return fmt::format("{} of {} elements differ (first at {}: got {} want {}; max abs err {:.3g})", bad, want.numel(),
+                     first_bad, got.get_as_double(first_bad), want.get_as_double(first_bad), worst);
+}
+
+Result run_case(const fs::path& dir) {
+  try {
+    Graph g = load_onnx((dir / "model.onnx").string());
+    std::vector<fs::path> sets;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+    std::sort(sets.begin(), sets.end());
+    if (sets.empty()) return {Outcome::kFail, "no test_data_set"};
+    for (const fs::path& set : sets) {
+      std::vector<Tensor> inputs;
+      for (const std::string& f : sorted_files(set, "input_")) inputs.push_back(load_onnx_tensor(f));
+      std::vector<std::string> want_files = sorted_files(set, "output_");
+      // Optional inputs given as empty names are absent from g.inputs; the files cover the rest.
+      if (inputs.size() != g.inputs.size())
+        return {Outcome::kFail, fmt::format("{} input files for {} graph inputs", inputs.size(), g.inputs.size())};
+      std::vector<Tensor> outs = interpret(g, inputs);
+      if (outs.size() != want_files.size())
+        return {Outcome::kFail, fmt::format("{} outputs, {} expected", outs.size(), want_files.size())};
+      for (size_t i = 0; i < outs.size(); ++i) {
+        Tensor want = load_onnx_tensor(want_files[i]);
+        std::string diff = compare(outs[i], want, 1e-3, 1e-7);
+        if (!diff.empty()) return {Outcome::kFail, fmt::format("{}: output {}: {}", set.filename().string(), i, diff)};
+      }
+    }
+    return {Outcome::kPass, ""};
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    // Drop the model path so identical reasons group together.
+    std::string model_path = (dir / "model.onnx").string() + ": ";
+    for (size_t p; (p = msg.find(model_path)) != std::string::npos;) msg.erase(p, model_path.size());
+    if (e.code() == ErrorCode::kUnsupported) {
+      bool no_op = msg.find("unsupported operator") != std::string::npos ||
+                   msg.find("is supported for opsets") != std::string::npos;
+      // Keep just Korch's reason (after the last "): " context prefix) so reasons group well.
+      size_t p = msg.rfind("): ");
+      return {no_op ? Outcome::kNoOp : Outcome::kOutOfScope, p == std::string::npos ? msg : msg.substr(p + 3)};
+    }
+    return {Outcome::kFail, msg};
+  } catch (const std::exception& e) {
+    return {Outcome::kFail, std::string("exception: ") + e.what()};
+  }
+}
+
+// Runs run_case in a child process; maps crashes and timeouts to failures.
+Result run_isolated(const fs::path& dir, int timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) return run_case(dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(static_cast<unsigned>(timeout_s));
+    Result r = run_case(dir);
+    std::string msg = std::to_string(static_cast<int>(r.outcome)) + "\n" + r.detail;
+    ssize_t w = write(fds[1], msg.data(), msg.size());
+    (void)w;
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string buf;
+  char tmp[4096];
+  ssize_t n;
+  while ((n = read(fds[0], tmp, sizeof tmp)) > 0) buf.append(tmp, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return {Outcome::kFail, sig == SIGALRM ? fmt::format("timed out after {} s", timeout_s)
+                                           : fmt::format("crashed with signal {} ({})", sig, strsignal(sig))};
+  }
+  size_t nl = buf.find('\n');
+  if (nl == std::string::npos) return {Outcome::kFail, "child produced no result"};
+  return {static_cast<Outcome>(std::stoi(buf.substr(0, nl))), buf.substr(nl + 1)};
+}
+
+// Expectations file: "case_name<whitespace>reason..." per line; '#' comments.
+std::map<std::string, std::string> read_expectations(const std::string& path) {
+  std::map<std::string, std::string> out;
+  if (path.empty()) return out;
+  std::ifstream f(path);
+  if (!f) {
+    fmt::print(stderr, "cannot read expectations file {}\n", path);
+    std::exit(2);
+  }
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    std::string name, reason;
+    ss >> name;
+    std::getline(ss, reason);
+    size_t b = reason.find_first_not_of(" \t");
+    out[name] = b == std::string::npos ? "" : reason.substr(b);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fmt::print(stderr, "usage: {} NODE_DIR [--expect FILE] [--filter SUBSTR] [--verbose] [--timeout S]\n", argv[0]);
+    return 2;
+  }
+  fs::path root = argv[1];
+  std::string expect_file, filter;
+  bool verbose = false;
+  int timeout_s = 120;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--expect" && i + 1 < argc) expect_file = argv[++i];
+    else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--timeout" && i + 1 < argc) timeout_s = std::stoi(argv[++i]);
+    else if (a == "--verbose") verbose = true;
+    else { fmt::print(stderr, "unknown argument {}\n", a); return 2; }
+  }
+  if (!fs::is_directory(root)) {
+    fmt::print(stderr, "conformance data not found at {} (run scripts/install_deps.sh)\n", root.string());
+    return 2;
+  }
+  auto expected = read_expectations(expect_file);
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
+        (filter.empty() || e.path().filename().string().find(filter) != std::string::npos))
+      cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+
+  int counts[4] = {0, 0, 0, 0};
+  std::map<std::string, std::vector<std::string>> out_of_scope;  // reason -> cases
+  std::vector<std::pair<std::string, std::string>> failures;
+  std::vector<std::string> stale;
+  auto t0 = std::chrono::steady_clock::now();
+  for (const fs::path& c : cases) {
+    std::string name = c.filename().string();
+    Result r = run_isolated(c, timeout_s);
+    auto ex = expected.find(name);
+    if (r.outcome == Outcome::kFail && ex != expected.end()) {
+      r = {Outcome::kOutOfScope, ex->second + " [listed]"};
+    } else if (r.outcome == Outcome::kPass && ex != expected.end()) {
+      stale.push_back(name);
+    }
+    counts[static_cast<int>(r.outcome)]++;
+    if (r.outcome == Outcome::kOutOfScope) out_of_scope[r.detail].push_back(name);
+    if (r.outcome == Outcome::kFail) failures.emplace_back(name, r.detail);
+    if (verbose) {
+      static const char* names[] = {"PASS", "NO-OP", "SCOPE", "FAIL"};
+      fmt::print("{:<6} {} {}\n", names[static_cast<int>(r.outcome)], name, r.detail);
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  fmt::print("\nOut of scope (supported op, unsupported feature), by reason:\n");
+  for (const auto& [reason, names] : out_of_scope) {
+    fmt::print("  {:4}  {}\n", names.size(), reason);
+    for (const auto& n : names) fmt::print("          {}\n", n);
+  }
+  if (!stale.empty()) {
+    fmt::print("\nListed as out of scope but now passing (remove from {}):\n", expect_file);
+    for (const auto& n : stale) fmt::print("  {}\n", n);
+  }
+  if (!failures.empty()) {
+    fmt::print("\nFAILURES:\n");
+    for (const auto& [n, d] : failures) fmt::print("  {}: {}\n", n, d);
+  }
+  int supported = counts[0] + counts[2] + counts[3];
+  fmt::print("\nONNX backend node tests in {}: {} cases in {:.1f} s\n", root.string(), cases.size(), secs);
+  fmt::print("  cases with only supported ops: {}\n", supported);
+  fmt::print("    passed:         {}\n", counts[0]);
+  fmt::print("    out of scope:   {}\n", counts[2]);
+  fmt::print("    failed:         {}\n", counts[3]);
+  fmt::print("  cases using an unsupported op: {}\n", counts[1]);
+  return counts[3] == 0 ? 0 : 1;
+}
