@@ -47,7 +47,7 @@ for spec in sys.argv[1:]:
 print(" ".join(missing))
 PY
 }
-need=$(want_py onnx==1.22.0 onnxruntime)
+need=$(want_py onnx==1.22.0 onnxruntime pytest)
 if [[ -n "$need" ]]; then
   echo "[install] pip: $need"
   "$VENV/bin/pip" install -q $need

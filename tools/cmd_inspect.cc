@@ -18,6 +18,26 @@ std::map<std::string, std::vector<int64_t>> parse_shape_options(const std::vecto
   return out;
 }
 
+void print_model_summary(const Graph& g, const std::string& path) {
+  GraphStats s = graph_stats(g);
+  fmt::print("model      {}\n", path);
+  fmt::print("graph      {} (opset {})\n", g.name, g.opset);
+  fmt::print("nodes      {}\n", g.nodes.size());
+  fmt::print("parameters {} ({})\n", human_count(static_cast<double>(s.parameters)), human_bytes(s.parameter_bytes));
+  fmt::print("FLOPs      {}\n", human_count(s.flops));
+  fmt::print("bytes      {} read, {} written (per-operator, unfused)\n", human_bytes(s.bytes_read),
+             human_bytes(s.bytes_written));
+  fmt::print("inputs\n");
+  for (ValueId v : g.inputs) fmt::print("  {:<30} {}\n", g.value(v).name, type_str(g.type(v)));
+  fmt::print("outputs\n");
+  for (ValueId v : g.outputs) fmt::print("  {:<30} {}\n", g.value(v).name, type_str(g.type(v)));
+  std::vector<std::pair<int, std::string>> hist;
+  for (const auto& [op, n] : s.op_histogram) hist.emplace_back(-n, op);
+  std::sort(hist.begin(), hist.end());
+  fmt::print("operators ({} kinds)\n", hist.size());
+  for (const auto& [n, op] : hist) fmt::print("  {:<24} {}\n", op, -n);
+}
+
 Command add_inspect(CLI::App& app) {
   struct Opts { std::string model; std::vector<std::string> shapes; bool all_tensors = false; };
   auto o = std::make_shared<Opts>();
@@ -28,23 +48,7 @@ Command add_inspect(CLI::App& app) {
     LoadOptions lo;
     lo.input_shapes = parse_shape_options(o->shapes);
     Graph g = load_onnx(o->model, lo);
-    GraphStats s = graph_stats(g);
-    fmt::print("model      {}\n", o->model);
-    fmt::print("graph      {} (opset {})\n", g.name, g.opset);
-    fmt::print("nodes      {}\n", g.nodes.size());
-    fmt::print("parameters {} ({})\n", human_count(static_cast<double>(s.parameters)), human_bytes(s.parameter_bytes));
-    fmt::print("FLOPs      {}\n", human_count(s.flops));
-    fmt::print("bytes      {} read, {} written (per-operator, unfused)\n", human_bytes(s.bytes_read),
-               human_bytes(s.bytes_written));
-    fmt::print("inputs\n");
-    for (ValueId v : g.inputs) fmt::print("  {:<30} {}\n", g.value(v).name, type_str(g.type(v)));
-    fmt::print("outputs\n");
-    for (ValueId v : g.outputs) fmt::print("  {:<30} {}\n", g.value(v).name, type_str(g.type(v)));
-    std::vector<std::pair<int, std::string>> hist;
-    for (const auto& [op, n] : s.op_histogram) hist.emplace_back(-n, op);
-    std::sort(hist.begin(), hist.end());
-    fmt::print("operators ({} kinds)\n", hist.size());
-    for (const auto& [n, op] : hist) fmt::print("  {:<24} {}\n", op, -n);
+    print_model_summary(g, o->model);
     if (o->all_tensors) {
       fmt::print("tensors\n");
       for (const Node& n : g.nodes)

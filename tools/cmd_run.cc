@@ -11,34 +11,13 @@
 #include "commands.h"
 #include "frontend/onnx_loader.h"
 #include "ir/interpreter.h"
+#include "ir/random.h"
 #include "ir/tensor_io.h"
 #include "support/strings.h"
 
 namespace korch::cli {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-// Seeded inputs: floats ~ U(-1, 1); integer inputs in [0, 10); bools random.
-Tensor random_tensor(const TensorType& t, std::mt19937_64& rng) {
-  Tensor out(t);
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  dispatch_dtype<KORCH_ALL_TYPES>(t.dtype, "random input", [&](auto tag) {
-    using T = decltype(tag);
-    T* d = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      if constexpr (std::is_same_v<T, bool>) d[i] = small(rng) % 2;
-      else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) d[i] = T(static_cast<float>(uni(rng)));
-      else if constexpr (std::is_floating_point_v<T>) d[i] = static_cast<T>(uni(rng));
-      else d[i] = static_cast<T>(small(rng));
-    }
-  });
-  return out;
-}
-
-}  // namespace
 
 Command add_run(CLI::App& app) {
   struct Opts {
@@ -65,7 +44,8 @@ Command add_run(CLI::App& app) {
     if (ec) fail_io("cannot create output folder '{}': {}", o->outputs, ec.message());
 
     std::vector<Tensor> inputs;
-    std::mt19937_64 rng(static_cast<uint64_t>(o->seed));
+    std::vector<Tensor> generated;
+    if (o->inputs.empty()) generated = random_inputs(g, static_cast<uint64_t>(o->seed));
     for (size_t i = 0; i < g.inputs.size(); ++i) {
       const Value& v = g.value(g.inputs[i]);
       std::string file = sanitize_name(v.name) + ".npy";
@@ -78,7 +58,7 @@ Command add_run(CLI::App& app) {
                type_str(v.type));
         inputs.push_back(std::move(t));
       } else {
-        inputs.push_back(random_tensor(v.type, rng));
+        inputs.push_back(generated[i]);
         save_npy((fs::path(o->outputs) / file).string(), inputs.back());
       }
     }

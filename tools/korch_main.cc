@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     commands.emplace_back(sub, adder(*sub));
   };
   add("inspect", "Print what Korch knows about a model: ops, tensors, parameters, FLOPs, bytes", korch::cli::add_inspect);
+  add("demo", "The main job on the built-in models: load, inspect, run", korch::cli::add_demo);
   add("run", "Run a model on inputs from .npy files (or seeded random inputs)", korch::cli::add_run);
   try {
     app.parse(argc, argv);

@@ -132,19 +132,19 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
   const std::string base_dir = fs::path(path).parent_path().string();
   Graph g;
   g.name = model.graph().name().empty() ? "main" : model.graph().name();
+  int opset = -1;
+  for (const auto& imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
   // Unknown operators are reported first: that is the most useful thing to tell a user.
   for (int i = 0; i < model.graph().node_size(); ++i) {
     const auto& np = model.graph().node(i);
     bool default_domain = np.domain().empty() || np.domain() == "ai.onnx";
     if (!default_domain || !OpRegistry::global().find(np.op_type())) {
-      std::string where = default_domain ? "" : fmt::format(" in domain '{}'", np.domain());
-      fail_unsupported("node '{}': unsupported operator '{}'{}", np.name().empty() ? fmt::format("#{}", i) : np.name(),
+      std::string where = default_domain ? fmt::format("opset {}", opset) : fmt::format("domain '{}'", np.domain());
+      fail_unsupported("node '{}': unsupported operator '{}' ({})", np.name().empty() ? fmt::format("#{}", i) : np.name(),
                        np.op_type(), where);
     }
   }
-  int opset = -1;
-  for (const auto& imp : model.opset_import())
-    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
   if (opset < 0) {
     if (model.opset_import_size() == 0 && model.graph().node_size() == 0) opset = kMaxOpset;
     else fail("model declares no default-domain opset");

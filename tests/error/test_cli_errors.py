@@ -1,0 +1,125 @@
+"""Malformed input gives a one-line error naming the problem and a non-zero exit, never a crash.
+
+Each case builds its bad input in a temp dir and runs the real `korch` binary (KORCH_BIN).
+"""
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+KORCH = os.environ.get("KORCH_BIN", str(Path(__file__).resolve().parents[2] / "build" / "korch"))
+
+
+def korch(*args):
+    return subprocess.run([KORCH, *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def assert_clean_error(r, *needles):
+    assert r.returncode not in (0,), r.stdout
+    assert 0 < r.returncode < 128, f"crashed: rc={r.returncode} stderr={r.stderr}"
+    lines = [l for l in r.stderr.strip().splitlines() if l]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("korch: error: "), r.stderr
+    assert "internal error" not in r.stderr
+    for n in needles:
+        assert n in lines[0], f"{n!r} not in {lines[0]!r}"
+
+
+def relu_model(path, op="Relu", dims=(2, 3)):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node(op, ["x"], ["y"], name="the_node")
+    m = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def test_missing_file(tmp_path):
+    assert_clean_error(korch("inspect", tmp_path / "nope.onnx"), "nope.onnx", "no such file")
+
+
+def test_truncated_file(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    data = p.read_bytes()
+    for cut in (len(data) // 3, len(data) - 7):
+        t = tmp_path / f"t{cut}.onnx"
+        t.write_bytes(data[:cut])
+        assert_clean_error(korch("inspect", t), str(t))
+
+
+def test_garbage_file(tmp_path):
+    p = tmp_path / "g.onnx"
+    p.write_bytes(os.urandom(4096))
+    assert_clean_error(korch("inspect", p), str(p))
+
+
+def test_unsupported_op_names_op_node_opset_and_path(tmp_path):
+    p = relu_model(tmp_path / "m.onnx", op="NoSuchOp")
+    r = korch("run", p, "--random-inputs", "0", "--outputs", tmp_path / "out")
+    assert_clean_error(r, "NoSuchOp", "the_node", str(p))
+    assert r.returncode == 3
+
+
+def test_symbolic_dim_needs_shape(tmp_path):
+    p = relu_model(tmp_path / "m.onnx", dims=("batch", 3))
+    assert_clean_error(korch("inspect", p), "symbolic dimension 'batch'", "--shape x=")
+
+
+def test_wrong_input_shape_in_npy(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    ins = tmp_path / "in"
+    ins.mkdir()
+    np.save(ins / "x.npy", np.zeros((3, 3), np.float32))
+    assert_clean_error(korch("run", p, "--inputs", ins, "--outputs", tmp_path / "out"), "input 'x'", "f32[3,3]", "f32[2,3]")
+
+
+def test_wrong_input_dtype_in_npy(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    ins = tmp_path / "in"
+    ins.mkdir()
+    np.save(ins / "x.npy", np.zeros((2, 3), np.int64))
+    assert_clean_error(korch("run", p, "--inputs", ins, "--outputs", tmp_path / "out"), "input 'x'", "i64[2,3]")
+
+
+def test_missing_and_corrupt_npy(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    ins = tmp_path / "in"
+    ins.mkdir()
+    assert_clean_error(korch("run", p, "--inputs", ins, "--outputs", tmp_path / "out"), "x.npy")
+    (ins / "x.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
+    assert_clean_error(korch("run", p, "--inputs", ins, "--outputs", tmp_path / "out"), "x.npy")
+    np.save(ins / "x.npy", np.zeros((2, 3), np.float32))
+    raw = (ins / "x.npy").read_bytes()
+    (ins / "x.npy").write_bytes(raw[:-5])
+    assert_clean_error(korch("run", p, "--inputs", ins, "--outputs", tmp_path / "out"), "truncated")
+
+
+def test_bad_shape_option(tmp_path):
+    p = relu_model(tmp_path / "m.onnx", dims=("batch", 3))
+    assert_clean_error(korch("inspect", p, "--shape", "x=2xfoo"), "malformed shape")
+    assert_clean_error(korch("inspect", p, "--shape", "y=2x3"), "'y'")
+    assert_clean_error(korch("inspect", p, "--shape", "x=2x4"), "conflicts")
+
+
+def test_bad_attribute_is_an_error_not_a_crash(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Transpose", ["x"], ["y"], name="tp", perm=[0, 1, 7, 2])
+    m = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "m.onnx")
+    assert_clean_error(korch("inspect", tmp_path / "m.onnx"), "tp", "Transpose")
+
+
+def test_good_model_runs(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    r = korch("run", p, "--random-inputs", "3", "--outputs", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    x = np.load(tmp_path / "out" / "x.npy")
+    y = np.load(tmp_path / "out" / "y.npy")
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
