@@ -15,6 +15,7 @@ using Command = std::function<int()>;
 Command add_inspect(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_demo(CLI::App& app);
+Command add_ops(CLI::App& app);
 
 // The `inspect` report: graph, parameters, FLOPs, bytes, inputs/outputs, op histogram.
 void print_model_summary(const korch::Graph& g, const std::string& path);

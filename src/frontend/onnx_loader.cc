@@ -141,7 +141,7 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
     bool default_domain = np.domain().empty() || np.domain() == "ai.onnx";
     if (!default_domain || !OpRegistry::global().find(np.op_type())) {
       std::string where = default_domain ? fmt::format("opset {}", opset) : fmt::format("domain '{}'", np.domain());
-      fail_unsupported("node '{}': unsupported operator '{}' ({})", np.name().empty() ? fmt::format("#{}", i) : np.name(),
+      fail_unsupported("node '{}': unsupported operator '{}' ({})", np.name().empty() ? fmt::format("{}_{}", np.op_type(), i) : np.name(),
                        np.op_type(), where);
     }
   }
