@@ -177,6 +177,15 @@ TEST(TextFormat, RoundTripKitchenSink) {
   Graph back = parse_graph(text);
   expect_graph_eq(g, back);
   EXPECT_EQ(print_graph(back), text);
+  // g declares its values in the parser's order (inputs, constants, node outputs): ids match too.
+  ASSERT_EQ(back.values.size(), g.values.size());
+  for (size_t i = 0; i < g.values.size(); ++i) EXPECT_EQ(back.values[i].name, g.values[i].name) << i;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    EXPECT_EQ(back.nodes[i].inputs, g.nodes[i].inputs) << i;
+    EXPECT_EQ(back.nodes[i].outputs, g.nodes[i].outputs) << i;
+  }
+  EXPECT_EQ(back.inputs, g.inputs);
+  EXPECT_EQ(back.outputs, g.outputs);
   // Spot checks on the printed form.
   EXPECT_NE(text.find("graph \"kitchen sink\" (opset 13) {"), std::string::npos) << text;
   EXPECT_NE(text.find("input \"onnx::Mask/0\": bool[2]"), std::string::npos) << text;
