@@ -53,7 +53,10 @@ if [[ -n "$need" ]]; then
   "$VENV/bin/pip" install -q $need
 fi
 # Exporter add-ons, installed --no-deps so they never pull a CUDA torch from PyPI.
-need=$(want_py transformers==4.46.3 timm==1.0.11 tokenizers huggingface_hub safetensors pixeltable-yolox wf-pytorch-yolo-v4 regex)
+# numpy<2 (+ ml_dtypes 0.5.4): Debian's torch 1.13 is built against numpy 1.x and
+# the onnx/onnxruntime line above pulls numpy 2. transformers 4.46.3 insists on
+# huggingface_hub<1.0 and tokenizers<0.21. pytest runs tests/e2e.
+need=$(want_py transformers==4.46.3 timm==1.0.11 tokenizers==0.20.3 huggingface_hub==0.26.5 safetensors pixeltable-yolox wf-pytorch-yolo-v4 regex numpy==1.26.4 ml_dtypes==0.5.4 filelock fsspec tqdm pytest iniconfig pluggy)
 if [[ -n "$need" ]]; then
   echo "[install] pip --no-deps: $need"
   "$VENV/bin/pip" install -q --no-deps $need

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "frontend/onnx_loader.h"
 #include "ir/graph_stats.h"
+#include "ir/text_format.h"
 #include "support/strings.h"
 
 namespace korch::cli {
@@ -39,15 +40,22 @@ void print_model_summary(const Graph& g, const std::string& path) {
 }
 
 Command add_inspect(CLI::App& app) {
-  struct Opts { std::string model; std::vector<std::string> shapes; bool all_tensors = false; };
+  struct Opts { std::string model; std::vector<std::string> shapes; bool all_tensors = false, ir = false; };
   auto o = std::make_shared<Opts>();
   app.add_option("model", o->model, "ONNX model file")->required();
   app.add_option("--shape", o->shapes, "Fix an input shape: NAME=1x3x224x224 (repeatable)");
   app.add_flag("--tensors", o->all_tensors, "List every intermediate tensor too");
+  app.add_flag("--ir", o->ir, "Print the graph after loading in the IR text form (large constants elided)");
   return [o]() {
     LoadOptions lo;
     lo.input_shapes = parse_shape_options(o->shapes);
     Graph g = load_onnx(o->model, lo);
+    if (o->ir) {
+      PrintOptions po;
+      po.max_constant_elements = 16;
+      fmt::print("{}", print_graph(g, po));
+      return 0;
+    }
     print_model_summary(g, o->model);
     if (o->all_tensors) {
       fmt::print("tensors\n");

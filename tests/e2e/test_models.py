@@ -1,0 +1,40 @@
+"""End to end: export each model to ONNX (cached) and check Korch's reference
+interpreter against onnxruntime on it (scripts/compare_with_ort.py logic).
+
+    .venv/bin/python -m pytest tests/e2e                  # everything
+    .venv/bin/python -m pytest tests/e2e -m "not slow"    # skip the big ones
+    .venv/bin/python -m pytest tests/e2e -m paper
+
+The korch binary is $KORCH_BIN or <repo>/build/korch; a missing binary is a
+failure, not a skip (CI builds it first). Models are cached in $KORCH_MODELS or
+<repo>/.cache/models. Tolerance: $KORCH_E2E_TOL (default 1e-4).
+"""
+import os
+
+import pytest
+
+import compare_with_ort
+import export_models
+
+TOL = float(os.environ.get("KORCH_E2E_TOL", "1e-4"))
+
+
+def _param(name):
+    spec = export_models.MODELS[name]
+    marks = [getattr(pytest.mark, spec.group)]
+    if spec.slow:
+        marks.append(pytest.mark.slow)
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in export_models.MODELS])
+def test_reference_matches_onnxruntime(name):
+    korch = compare_with_ort.default_korch()
+    assert korch.is_file(), f"korch binary missing: {korch} (build it, or set KORCH_BIN)"
+    model = export_models.export(name)
+    try:
+        res = compare_with_ort.compare(model, korch, seed=0, tol=TOL, threads=2)
+    except compare_with_ort.KorchError as e:
+        pytest.fail(str(e), pytrace=False)
+    bad = [f"{c.name}: rel {c.rel_err:.3e} {c.note}".rstrip() for c in res.checks if not c.ok]
+    assert res.ok, f"{name}: outputs off (tol {TOL:g}): " + "; ".join(bad)
