@@ -308,6 +308,9 @@ AxisTable make_table(const ResizeSpec& s, int64_t axis, int64_t in_w, int64_t ou
 
 // ---------------------------------------------------------------- kernels
 
+// Below this many multiply-adds a parallel region costs more than it saves.
+constexpr int64_t kParallelWork = int64_t{1} << 16;
+
 template <typename T>
 double load(T v) {
   if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
@@ -343,7 +346,11 @@ void resize_2d(const T* in, T* out, int64_t planes, int64_t H, int64_t W, const 
   const bool nearest = ty.w.empty() && tx.w.empty() && ty.taps == 1 && tx.taps == 1;
   const int64_t rows = planes * OH;
   const int64_t ky = ty.taps, kx = tx.taps;
-#pragma omp parallel for schedule(static)
+  const bool parallel = rows * OW * ky * kx >= kParallelWork;
+  // Unit weights for an axis that is not resized (identity tables carry none).
+  const std::vector<double> wys = ty.w.empty() ? std::vector<double>(static_cast<size_t>(OH * ky), 1.0) : ty.w;
+  const std::vector<double> wxs = tx.w.empty() ? std::vector<double>(static_cast<size_t>(OW * kx), 1.0) : tx.w;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t p = row / OH, oy = row % OH;
     const T* src = in + p * H * W;
@@ -364,23 +371,36 @@ void resize_2d(const T* in, T* out, int64_t planes, int64_t H, int64_t W, const 
       }
       continue;
     }
-    const double* wy = ty.w.empty() ? nullptr : &ty.w[static_cast<size_t>(oy * ky)];
-    for (int64_t ox = 0; ox < OW; ++ox) {
-      if (!tx.extrap.empty() && tx.extrap[static_cast<size_t>(ox)]) {
-        dst[ox] = ev;
-        continue;
+    const double* wy = &wys[static_cast<size_t>(oy * ky)];
+    auto row_loop = [&](auto KY, auto KX) {
+      constexpr int64_t CY = decltype(KY)::value, CX = decltype(KX)::value;
+      const int64_t ny = CY ? CY : ky, nx = CX ? CX : kx;
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        if (!tx.extrap.empty() && tx.extrap[static_cast<size_t>(ox)]) {
+          dst[ox] = ev;
+          continue;
+        }
+        const int64_t* ix = &tx.idx[static_cast<size_t>(ox * nx)];
+        const double* wx = &wxs[static_cast<size_t>(ox * nx)];
+        double acc = 0;
+        for (int64_t a = 0; a < ny; ++a) {
+          const T* srow = src + iy[a] * W;
+          double racc = 0;
+          for (int64_t b = 0; b < nx; ++b) racc += wx[b] * load(srow[ix[b]]);
+          acc += wy[a] * racc;
+        }
+        dst[ox] = store<T>(acc);
       }
-      const int64_t* ix = &tx.idx[static_cast<size_t>(ox * kx)];
-      const double* wx = tx.w.empty() ? nullptr : &tx.w[static_cast<size_t>(ox * kx)];
-      double acc = 0;
-      for (int64_t a = 0; a < ky; ++a) {
-        const T* srow = src + iy[a] * W;
-        double racc = 0;
-        for (int64_t b = 0; b < kx; ++b) racc += (wx ? wx[b] : 1.0) * load(srow[ix[b]]);
-        acc += (wy ? wy[a] : 1.0) * racc;
-      }
-      dst[ox] = store<T>(acc);
-    }
+    };
+    using I0 = std::integral_constant<int64_t, 0>;
+    using I1 = std::integral_constant<int64_t, 1>;
+    using I2 = std::integral_constant<int64_t, 2>;
+    using I4 = std::integral_constant<int64_t, 4>;
+    if (ky == 2 && kx == 2) row_loop(I2{}, I2{});
+    else if (ky == 1 && kx == 2) row_loop(I1{}, I2{});
+    else if (ky == 2 && kx == 1) row_loop(I2{}, I1{});
+    else if (ky == 4 && kx == 4) row_loop(I4{}, I4{});
+    else row_loop(I0{}, I0{});
   }
 }
 
@@ -393,7 +413,8 @@ std::vector<double> resample_axis(const std::vector<double>& in, const Shape& sh
   const int64_t in_w = shape[static_cast<size_t>(axis)];
   std::vector<double> out(static_cast<size_t>(outer * out_w * inner));
   const int64_t k = t.taps;
-#pragma omp parallel for schedule(static)
+  const bool parallel = outer * out_w * inner * k >= kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t y = 0; y < out_w; ++y) {
       double* dst = &out[static_cast<size_t>((o * out_w + y) * inner)];
