@@ -171,6 +171,12 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
     auto dtype = dtype_from_onnx(tt.elem_type());
     if (!dtype || *dtype == DType::kString)
       fail_unsupported("input '{}' has ONNX element type {}, which Korch does not support", in.name(), tt.elem_type());
+    if (auto fz = options.frozen_inputs.find(in.name()); fz != options.frozen_inputs.end()) {
+      if (fz->second.dtype() != *dtype)
+        fail("frozen input '{}' is {} but the model declares {}", in.name(), dtype_name(fz->second.dtype()), dtype_name(*dtype));
+      define(in.name(), g.add_constant(in.name(), fz->second));
+      continue;
+    }
     Shape shape;
     auto it = options.input_shapes.find(in.name());
     if (it != options.input_shapes.end()) {
@@ -201,6 +207,8 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
     }
     define(in.name(), g.add_input(in.name(), TensorType{*dtype, shape}));
   }
+  for (const auto& [name, t] : options.frozen_inputs)
+    if (!by_name.count(name)) fail("frozen input '{}' is not an input of the model", name);
   for (const auto& [name, shape] : options.input_shapes)
     if (!overridden.count(name)) fail("--shape names '{}', which is not an input of the model", name);
 
@@ -278,6 +286,17 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path, const L
 
 Graph load_onnx(const std::string& path, const LoadOptions& options) {
   return load_onnx_bytes(read_file(path), path, options);
+}
+
+std::vector<std::string> onnx_input_names(const std::string& path) {
+  onnx::ModelProto model;
+  if (!parse_proto(model, read_file(path))) fail("'{}': not a valid ONNX model (truncated or corrupt protobuf)", path);
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto& in : model.graph().input())
+    if (!inits.count(in.name())) names.push_back(in.name());
+  return names;
 }
 
 Tensor load_onnx_tensor(const std::string& path) {

@@ -18,6 +18,10 @@ namespace korch {
 struct LoadOptions {
   // Overrides / fixes input shapes: name -> shape (e.g. from --shape x=1x3x224x224).
   std::map<std::string, Shape> input_shapes;
+  // Inputs bound to fixed values: they become constants (and fold) instead of graph inputs.
+  // For inputs that carry shapes or sizes (Resize scales, OneHot depth) in models that pass them
+  // at run time; Korch compiles for static shapes, so such values must be known when loading.
+  std::map<std::string, Tensor> frozen_inputs;
   bool simplify = true;  // Identity/Dropout removal + dead code elimination
 };
 
@@ -27,6 +31,9 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path, const L
 
 // Reads a serialized ONNX TensorProto (.pb files of the ONNX backend tests).
 Tensor load_onnx_tensor(const std::string& path);
+
+// Names of the model's runtime inputs (graph inputs that are not initializers), in order.
+std::vector<std::string> onnx_input_names(const std::string& path);
 
 // Parses "1x3x224x224" (also "1,3,224,224"); throws on malformed text.
 Shape parse_shape_text(const std::string& text);
