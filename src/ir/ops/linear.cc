@@ -24,6 +24,7 @@ struct GemmArgs {
   T* C = nullptr;
   int64_t lda = 0, ldb = 0, ldc = 0;
   bool accumulate = false;  // C += A*B instead of C = A*B
+  bool serial = false;      // run on the calling thread (caller parallelises)
   int64_t batch = 1;
   const int64_t* a_offsets = nullptr;
   const int64_t* b_offsets = nullptr;
@@ -127,7 +128,7 @@ void gemm_float(const GemmArgs<T>& g) {
   const int64_t tasks = g.batch * mt * nt;
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) *
                        static_cast<double>(g.batch);
-#pragma omp parallel if (tasks > 1 && flops > 2e5)
+#pragma omp parallel if (!g.serial && tasks > 1 && flops > 2e5)
   {
     std::vector<T> abuf(static_cast<size_t>(TL::MC) * TL::KC), bbuf(static_cast<size_t>(TL::NC) * TL::KC);
 #pragma omp for schedule(dynamic)
@@ -160,7 +161,7 @@ void gemm_float(const GemmArgs<T>& g) {
 template <typename T>
 void gemm_plain(const GemmArgs<T>& g) {
   using Acc = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
-#pragma omp parallel for if (g.batch * g.M * g.N * g.K > 100000)
+#pragma omp parallel for if (!g.serial && g.batch * g.M * g.N * g.K > 100000)
   for (int64_t t = 0; t < g.batch * g.M; ++t) {
     const int64_t b = t / g.M, i = t % g.M;
     const T* A = g.A + g.a_off(b) + i * g.lda;
@@ -782,10 +783,9 @@ std::vector<TensorType> infer_conv(const OpInferContext& ctx) {
 // Fills col rows (c, kd, kh, kw) x columns (output rows r0..r0+nr of extent out[2]) from one group's
 // input channels x (Cg x in-volume).
 template <typename T>
-void im2col(const ConvGeom& g, const T* x, int64_t Cg, int64_t r0, int64_t nr, T* col) {
+void im2col(const ConvGeom& g, const T* x, int64_t Cg, int64_t r0, int64_t nr, T* col) {  // serial
   const int64_t Kk = g.k_size(), rows = Cg * Kk, OW = g.out[2], ncols = nr * OW;
   const int64_t IW = g.in[2], IH = g.in[1], ID = g.in[0], OH = g.out[1];
-#pragma omp parallel for schedule(static) if (rows * ncols > 50000)
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t c = r / Kk, kk = r % Kk;
     const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1], kw = kk % g.k[2];
@@ -855,6 +855,8 @@ void conv_depthwise(const ConvGeom& g, const T* x, const T* w, const T* bias, T*
   }
 }
 
+// One parallel region per Conv: tasks are (image, group, block of output rows); each task runs
+// im2col into a thread-local, cache-sized buffer and a serial GEMM into its slice of the output.
 template <typename T>
 void run_conv(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
   const int64_t Cg = g.C / g.group, Mg = g.M / g.group, Kk = g.k_size(), Krows = Cg * Kk;
@@ -866,41 +868,46 @@ void run_conv(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
   }
   bool pointwise = Kk == 1;
   for (int j = 0; j < 3; ++j) pointwise = pointwise && g.s[j] == 1 && g.pb[j] == 0 && g.pe[j] == 0;
-  // im2col in chunks of whole output rows, at most ~4M elements per chunk.
   const int64_t OW = g.out[2], R = g.out[0] * g.out[1];
-  const int64_t rows_per_chunk = std::max<int64_t>(1, std::min<int64_t>(R, (int64_t{1} << 22) / std::max<int64_t>(1, Krows * OW)));
-  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(Krows * rows_per_chunk * OW));
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t gi = 0; gi < g.group; ++gi) {
-      T* yg = y + (n * g.M + gi * Mg) * OHW;
+  // Column block: whole output rows, about 2 MiB of fp32 im2col per block.
+  const int64_t rows_per_chunk =
+      std::max<int64_t>(1, std::min<int64_t>(R, (int64_t{1} << 19) / std::max<int64_t>(1, Krows * OW)));
+  const int64_t chunks = (R + rows_per_chunk - 1) / rows_per_chunk;
+  const int64_t tasks = g.N * g.group * chunks;
+  const double flops = 2.0 * static_cast<double>(g.N * g.M) * static_cast<double>(OHW) * static_cast<double>(Krows);
+#pragma omp parallel if (tasks > 1 && flops > 1e6)
+  {
+    std::vector<T> col(pointwise ? 0 : static_cast<size_t>(Krows * rows_per_chunk * OW));
+#pragma omp for schedule(dynamic)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t ng = t / chunks, r0 = (t % chunks) * rows_per_chunk;
+      const int64_t n = ng / g.group, gi = ng % g.group;
+      const int64_t nr = std::min(rows_per_chunk, R - r0), c0 = r0 * OW, nc = nr * OW;
+      T* yg = y + (n * g.M + gi * Mg) * OHW + c0;
       const T* xg = x + (n * g.C + gi * Cg) * IHW;
       if (bias)
-        for (int64_t m = 0; m < Mg; ++m) std::fill(yg + m * OHW, yg + (m + 1) * OHW, bias[gi * Mg + m]);
+        for (int64_t m = 0; m < Mg; ++m) std::fill(yg + m * OHW, yg + m * OHW + nc, bias[gi * Mg + m]);
       GemmArgs<T> ga;
       ga.M = Mg;
+      ga.N = nc;
       ga.K = Krows;
       ga.A = w + gi * Mg * Krows;
       ga.lda = Krows;
+      ga.C = yg;
       ga.ldc = OHW;
       ga.accumulate = bias != nullptr;
+      ga.serial = true;
       if (pointwise) {
-        ga.N = OHW;
-        ga.B = xg;
+        ga.B = xg + c0;
         ga.ldb = IHW;
-        ga.C = yg;
-        linear_detail::gemm(ga);
-        continue;
-      }
-      for (int64_t r0 = 0; r0 < R; r0 += rows_per_chunk) {
-        const int64_t nr = std::min(rows_per_chunk, R - r0);
+      } else {
         im2col(g, xg, Cg, r0, nr, col.data());
-        ga.N = nr * OW;
         ga.B = col.data();
-        ga.ldb = nr * OW;
-        ga.C = yg + r0 * OW;
-        linear_detail::gemm(ga);
+        ga.ldb = nc;
       }
+      linear_detail::gemm(ga);
     }
+  }
 }
 
 std::vector<Tensor> eval_conv(const OpEvalContext& ctx) {
