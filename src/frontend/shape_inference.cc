@@ -31,8 +31,10 @@ void infer_shapes_and_fold(Graph& g, const std::string& model_path) {
         g.value(node.outputs[k]).type = out_types[k];
         out_elems += out_types[k].numel();
       }
-      if (all_const && def.foldable && out_elems <= kMaxFoldElements) {
-        std::vector<Tensor> outs = eval_node(node, g.opset, consts);
+      bool from_types = static_cast<bool>(def.fold_from_types);
+      if ((all_const || from_types) && def.foldable && out_elems <= kMaxFoldElements) {
+        std::vector<Tensor> outs =
+            from_types ? def.fold_from_types(OpInferContext{node, g.opset, types, consts}) : eval_node(node, g.opset, consts);
         for (size_t k = 0; k < node.outputs.size(); ++k) {
           if (node.outputs[k] == kNoValue) continue;
           Value& v = g.value(node.outputs[k]);

@@ -70,6 +70,9 @@ struct OpDef {
   // False for ops whose outputs must not be precomputed even when inputs are constant
   // (RandomNormal...). Everything deterministic is foldable.
   bool foldable = true;
+  // For ops whose outputs depend only on input *types* (Shape, Size): computes the outputs without
+  // input values, so the frontend folds them even when the input is not a constant.
+  std::function<std::vector<Tensor>(const OpInferContext&)> fold_from_types;
 };
 
 class OpRegistry {

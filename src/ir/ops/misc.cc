@@ -161,6 +161,12 @@ OpDef shape_op() {
     std::vector<int64_t> v(sh.begin() + s, sh.begin() + e);
     return std::vector<Tensor>{Tensor::from_vector<int64_t>(v, {e - s})};
   };
+  d.fold_from_types = [](const OpInferContext& ctx) {
+    const Shape& sh = ctx.input(0).shape;
+    auto [s, e] = shape_range(&ctx, nullptr, static_cast<int64_t>(sh.size()));
+    std::vector<int64_t> v(sh.begin() + s, sh.begin() + e);
+    return std::vector<Tensor>{Tensor::from_vector<int64_t>(v, {e - s})};
+  };
   return d;
 }
 
@@ -172,6 +178,9 @@ OpDef size_op() {
     return one(DType::kInt64, {});
   };
   d.eval = [](const OpEvalContext& ctx) { return std::vector<Tensor>{Tensor::scalar<int64_t>(ctx.input(0).numel())}; };
+  d.fold_from_types = [](const OpInferContext& ctx) {
+    return std::vector<Tensor>{Tensor::scalar<int64_t>(ctx.input(0).numel())};
+  };
   return d;
 }
 
