@@ -126,14 +126,14 @@ struct ReduceOpInfo {
   int axes_input_opset;  // first opset where axes is an input instead of an attribute
 };
 
-// Axes after resolution: `all` means reduce every dim; `noop` means return the input unchanged.
+// Axes after resolution: `reduced` marks the reduced dims; `noop` means return the input unchanged.
 struct ResolvedAxes {
   bool noop = false;
   std::vector<bool> reduced;  // per input dim
 };
 
-// Shared by infer and eval. `axes_tensor` is the constant (infer) or actual (eval) axes input;
-// `axes_numel` is the static element count of the axes input (-1 when absent).
+// Shared by infer and eval. `axes` comes from the attribute (old opsets) or the axes input;
+// nullopt or empty means "all dims" unless noop_with_empty_axes is set (axes-as-input opsets).
 ResolvedAxes resolve_axes(const ReduceOpInfo& info, int opset, const Attributes& attrs, int64_t rank,
                           std::optional<std::vector<int64_t>> axes) {
   ResolvedAxes r;
