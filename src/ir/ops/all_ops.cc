@@ -11,6 +11,7 @@ void register_all_ops(OpRegistry& r) {
   register_layout_ops(r);
   register_resize_ops(r);
   register_misc_ops(r);
+  register_rnn_ops(r);
 }
 
 }  // namespace korch
