@@ -20,6 +20,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// ONNX element type name for messages (onnx 1.12's proto predates the newer codes).
+std::string onnx_type_name(int code) {
+  static const char* const names[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64",
+                                      "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64",
+                                      "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+                                      "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+  if (code >= 0 && code < static_cast<int>(std::size(names))) return names[code];
+  return fmt::format("#{}", code);
+}
+
 std::string read_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail_io("'{}': no such file", path);
@@ -73,7 +83,8 @@ void read_external(const onnx::TensorProto& tp, const std::string& base_dir, Ten
 
 Tensor tensor_from_proto(const onnx::TensorProto& tp, const std::string& base_dir) {
   auto dtype = dtype_from_onnx(tp.data_type());
-  if (!dtype) fail_unsupported("tensor '{}' has ONNX element type {}, which Korch does not support", tp.name(), tp.data_type());
+  if (!dtype) fail_unsupported("tensor '{}' has element type {}, which Korch does not support", tp.name(),
+                                onnx_type_name(tp.data_type()));
   Shape shape(tp.dims().begin(), tp.dims().end());
   for (int64_t d : shape)
     if (d < 0) fail("tensor '{}' has a negative dimension", tp.name());
@@ -135,6 +146,7 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
   int opset = -1;
   for (const auto& imp : model.opset_import())
     if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
+  if (options.assume_opset > 0) opset = options.assume_opset;
   // Unknown operators are reported first: that is the most useful thing to tell a user.
   for (int i = 0; i < model.graph().node_size(); ++i) {
     const auto& np = model.graph().node(i);
@@ -170,7 +182,8 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
     const auto& tt = in.type().tensor_type();
     auto dtype = dtype_from_onnx(tt.elem_type());
     if (!dtype || *dtype == DType::kString)
-      fail_unsupported("input '{}' has ONNX element type {}, which Korch does not support", in.name(), tt.elem_type());
+      fail_unsupported("input '{}' has element type {}, which Korch does not support", in.name(),
+                       onnx_type_name(tt.elem_type()));
     if (auto fz = options.frozen_inputs.find(in.name()); fz != options.frozen_inputs.end()) {
       if (fz->second.dtype() != *dtype)
         fail("frozen input '{}' is {} but the model declares {}", in.name(), dtype_name(fz->second.dtype()), dtype_name(*dtype));

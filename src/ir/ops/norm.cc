@@ -1,5 +1,5 @@
 // Normalizations: BatchNormalization (inference), InstanceNormalization, LayerNormalization,
-// GroupNormalization, LpNormalization, MeanVarianceNormalization.
+// GroupNormalization, LpNormalization, MeanVarianceNormalization, LRN.
 //
 // Statistics (mean, variance, norms) are computed in double with a two-pass mean/variance;
 // the per-element affine part is applied in double and rounded once to the output type.
@@ -442,6 +442,45 @@ std::vector<Tensor> eval_mvn(const OpEvalContext& ctx) {
   return {y};
 }
 
+// LRN (local response normalization across channels, AlexNet/GoogLeNet):
+//   y[n,c,...] = x[n,c,...] / (bias + alpha/size * sum_{c' in window(c)} x[n,c',...]^2)^beta
+// with window(c) = [c - floor((size-1)/2), c + ceil((size-1)/2)] clipped to the channels.
+std::vector<TensorType> infer_lrn(const OpInferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  check_float_input("LRN", x);
+  if (x.rank() < 3) fail("LRN: input must have rank >= 3 (N, C, D1, ...), got {}", shape_str(x.shape));
+  if (ctx.attrs().get_int("size") <= 0) fail("LRN: size must be positive");
+  return one(x.dtype, x.shape);
+}
+
+std::vector<Tensor> eval_lrn(const OpEvalContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const double alpha = ctx.attrs().get_float("alpha", 1e-4f), beta = ctx.attrs().get_float("beta", 0.75f);
+  const double bias = ctx.attrs().get_float("bias", 1.0f);
+  const int64_t size = ctx.attrs().get_int("size");
+  const int64_t N = x.dim(0), C = x.dim(1), S = x.numel() / std::max<int64_t>(N * C, 1);
+  const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  Tensor y(ctx.output_type(0));
+  dispatch_dtype<KORCH_NORM_TYPES>(x.dtype(), "LRN", [&](auto t) {
+    using T = decltype(t);
+    const T* p = x.data<T>();
+    T* q = y.data<T>();
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t s = 0; s < S; ++s) {
+          double sq = 0;
+          for (int64_t k = std::max<int64_t>(0, c - lo); k <= std::min(C - 1, c + hi); ++k) {
+            double v = to_double(p[(n * C + k) * S + s]);
+            sq += v * v;
+          }
+          int64_t i = (n * C + c) * S + s;
+          q[i] = from_double<T>(to_double(p[i]) / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
+        }
+  });
+  return {y};
+}
+
 OpDef make(const char* name, int min_opset, InferFn infer, EvalFn eval) {
   OpDef d;
   d.op_type = name;
@@ -460,6 +499,7 @@ void register_norm_ops(OpRegistry& r) {
   r.add(make("GroupNormalization", 18, infer_groupnorm, eval_groupnorm));
   r.add(make("LpNormalization", 1, infer_lpnorm, eval_lpnorm));
   r.add(make("MeanVarianceNormalization", 9, infer_mvn, eval_mvn));
+  r.add(make("LRN", 1, infer_lrn, eval_lrn));
 }
 
 }  // namespace korch
