@@ -111,7 +111,9 @@ void register_layout_ops(OpRegistry& r);       // Reshape, Flatten, Transpose, (
                                                // Gather*, Expand, Tile, DepthToSpace, SpaceToDepth, Pad
 void register_resize_ops(OpRegistry& r);       // Resize, Upsample
 void register_misc_ops(OpRegistry& r);
-void register_rnn_ops(OpRegistry& r);         // LSTM, GRU, RNN         // Constant, Identity, Dropout, Shape, Size, ConstantOfShape, Range,
+void register_rnn_ops(OpRegistry& r);         // LSTM, GRU, RNN
+void register_sampling_ops(OpRegistry& r);    // GridSample, AffineGrid, RoiAlign, MaxUnpool, CenterCropPad, Col2Im
+void register_quant_ops(OpRegistry& r);       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear         // Constant, Identity, Dropout, Shape, Size, ConstantOfShape, Range,
                                                // EyeLike, Trilu, NonZero(const) ...
 
 }  // namespace korch

@@ -12,6 +12,8 @@ void register_all_ops(OpRegistry& r) {
   register_resize_ops(r);
   register_misc_ops(r);
   register_rnn_ops(r);
+  register_sampling_ops(r);
+  register_quant_ops(r);
 }
 
 }  // namespace korch
