@@ -62,15 +62,23 @@ if [[ -n "$need" ]]; then
   "$VENV/bin/pip" install -q --no-deps $need
 fi
 
-# ONNX backend node tests (conformance data): unpacked from the onnx 1.22.0 wheel.
+# ONNX backend node tests (conformance data): unpacked from the onnx 1.22.0 wheel (1765 cases).
+# Fallback when PyPI is unreachable: Debian's libonnx-testdata (onnx 1.12, 932 cases, no light/).
 DATA="${KORCH_DATA:-$here/.data}"
 if [[ ! -d "$DATA/onnx-node-tests/node" ]]; then
   echo "[install] onnx 1.22.0 backend node tests -> $DATA/onnx-node-tests"
   tmp=$(mktemp -d)
-  "$VENV/bin/pip" download -q --no-deps --only-binary=:all: -d "$tmp" onnx==1.22.0
   mkdir -p "$DATA/onnx-node-tests"
-  unzip -q -o "$tmp"/onnx-1.22.0-*.whl 'onnx/backend/test/data/node/*' 'onnx/backend/test/data/light/*' -d "$tmp/x"
-  rm -rf "$DATA/onnx-node-tests/node" "$DATA/onnx-node-tests/light"
-  mv "$tmp/x/onnx/backend/test/data/node" "$tmp/x/onnx/backend/test/data/light" "$DATA/onnx-node-tests/"
+  if "$VENV/bin/pip" download -q --no-deps --only-binary=:all: -d "$tmp" onnx==1.22.0; then
+    unzip -q -o "$tmp"/onnx-1.22.0-*.whl 'onnx/backend/test/data/node/*' 'onnx/backend/test/data/light/*' -d "$tmp/x"
+    rm -rf "$DATA/onnx-node-tests/node" "$DATA/onnx-node-tests/light"
+    mv "$tmp/x/onnx/backend/test/data/node" "$tmp/x/onnx/backend/test/data/light" "$DATA/onnx-node-tests/"
+  else
+    echo "[install] PyPI unavailable: falling back to Debian's libonnx-testdata"
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libonnx-testdata >/dev/null
+    cp -r /usr/share/libonnx-testdata/data/node "$DATA/onnx-node-tests/node"
+    mkdir -p "$DATA/onnx-node-tests/light"
+  fi
   rm -rf "$tmp"
 fi
