@@ -175,7 +175,14 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
     if (init.name().empty()) fail("an initializer has no name");
     define(init.name(), g.add_constant(init.name(), tensor_from_proto(init, base_dir)));
   }
-  std::set<std::string> overridden;
+  // Options naming inputs the model does not have are reported before anything else.
+  std::set<std::string> input_names;
+  for (const auto& in : gp.input())
+    if (!by_name.count(in.name())) input_names.insert(in.name());
+  for (const auto& [name, t] : options.frozen_inputs)
+    if (!input_names.count(name)) fail("frozen input '{}' is not an input of the model", name);
+  for (const auto& [name, shape] : options.input_shapes)
+    if (!input_names.count(name)) fail("--shape names '{}', which is not an input of the model", name);
   for (const auto& in : gp.input()) {
     if (by_name.count(in.name())) continue;  // initializer listed as input (IR < 4): a constant
     if (!in.type().has_tensor_type()) fail_unsupported("input '{}' is not a tensor (sequences/maps are not supported)", in.name());
@@ -194,7 +201,6 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
     auto it = options.input_shapes.find(in.name());
     if (it != options.input_shapes.end()) {
       shape = it->second;
-      overridden.insert(in.name());
       if (tt.has_shape()) {
         if (tt.shape().dim_size() != static_cast<int>(shape.size()))
           fail("--shape {}={} has rank {}, the model declares rank {}", in.name(), shape_str(shape), shape.size(),
@@ -220,10 +226,6 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
     }
     define(in.name(), g.add_input(in.name(), TensorType{*dtype, shape}));
   }
-  for (const auto& [name, t] : options.frozen_inputs)
-    if (!by_name.count(name)) fail("frozen input '{}' is not an input of the model", name);
-  for (const auto& [name, shape] : options.input_shapes)
-    if (!overridden.count(name)) fail("--shape names '{}', which is not an input of the model", name);
 
   // Nodes: create output values first so node order in the file does not matter, then sort.
   std::vector<std::pair<const onnx::NodeProto*, std::string>> protos;
