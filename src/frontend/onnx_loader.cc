@@ -13,6 +13,8 @@
 #include "frontend/shape_inference.h"
 #include "frontend/simplify.h"
 #include "ir/op_registry.h"
+#include "ir/text_format.h"
+#include "support/dump.h"
 
 namespace korch {
 
@@ -295,6 +297,11 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path, const L
     verify_graph(g, /*registry_check=*/false);
   } catch (const Error& e) {
     rethrow_with_context(e, path);
+  }
+  if (!dump_dir().empty()) {
+    PrintOptions po;
+    po.max_constant_elements = 64;
+    dump_stage("frontend", print_graph(g, po));
   }
   return g;
 }
