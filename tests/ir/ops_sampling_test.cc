@@ -112,6 +112,25 @@ TEST(SamplingOps, GridSampleVolumetricNearest) {
   expect_near(y, {5, 13});
 }
 
+TEST(SamplingOps, GridSampleExtremeCoordinatesStayInBounds) {
+  Tensor x = iota({1, 1, 3, 2});
+  const float nan = std::nanf("");
+  Tensor g = f32({nan, 0, 1e30f, -1e30f, -7.3f, 9.1f, 0.2f, nan}, {1, 1, 4, 2});
+  for (const char* mode : {"linear", "nearest", "cubic"})
+    for (const char* pad : {"zeros", "border", "reflection"}) {
+      Node n = make_node("GridSample", 2, attrs({{"mode", std::string(mode)}, {"padding_mode", std::string(pad)}}));
+      Tensor y = run(n, 20, {&x, &g})[0];
+      ASSERT_EQ(y.numel(), 4);
+      // (x, y) = (+huge, -huge): all taps outside (zeros -> 0); border nearest clamps to pixel (0, 1).
+      if (std::string(pad) == "zeros") {
+        EXPECT_EQ(y.data<float>()[1], 0.f) << mode;
+      }
+      if (std::string(pad) == "border" && std::string(mode) == "nearest") {
+        EXPECT_EQ(y.data<float>()[1], 1.f) << mode;
+      }
+    }
+}
+
 TEST(SamplingOps, GridSampleErrors) {
   Tensor x = iota({1, 1, 2, 2, 2});
   Tensor g = f32({0, 0, 0}, {1, 1, 1, 1, 3});
