@@ -18,6 +18,12 @@ inline Attributes make_attrs(std::initializer_list<std::pair<const char*, AttrVa
   return a;
 }
 
+// A 1-D tensor holding `v`.
+template <typename T>
+Tensor vec1(const std::vector<T>& v) {
+  return Tensor::from_vector<T>(v, {static_cast<int64_t>(v.size())});
+}
+
 // A node `op` (also its name) with inputs 0..n_in-1 and outputs n_in..n_in+n_out-1.
 inline Node make_node(const std::string& op, size_t n_in, size_t n_out, Attributes attrs = {}) {
   Node n;

@@ -42,7 +42,7 @@ Tensor iota_f(Shape s) {
   std::iota(v.begin(), v.end(), 0.f);
   return Tensor::from_vector(v, std::move(s));
 }
-Tensor i64(I v) { Shape s{static_cast<int64_t>(v.size())}; return Tensor::from_vector(v, s); }
+Tensor i64(I v) { return test::vec1(v); }
 std::vector<float> F(const Tensor& t) { return t.to_float_vector(); }
 
 // Expects `stmt` to throw korch::Error with `want_code` and a message containing `text`.

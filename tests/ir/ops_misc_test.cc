@@ -28,10 +28,7 @@ Tensor eval1(const std::string& op, int opset, std::vector<const Tensor*> in, At
   return eval_node(n, opset, in).at(0);
 }
 
-Tensor i64s(std::vector<int64_t> v) {
-  int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector<int64_t>(v, {n});
-}
+Tensor i64s(std::vector<int64_t> v) { return test::vec1(v); }
 
 TEST(MiscOps, Constant) {
   Tensor v = eval1("Constant", 13, {}, make_attrs({{"value_floats", std::vector<float>{1, 2.5f}}}));

@@ -14,10 +14,7 @@ using test::eval_op;
 using test::make_attrs;
 using test::make_node;
 
-Tensor vec(std::vector<float> v) {
-  Shape s{static_cast<int64_t>(v.size())};
-  return Tensor::from_vector<float>(v, s);
-}
+Tensor vec(std::vector<float> v) { return test::vec1(v); }
 
 void expect_close(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
   std::vector<float> g = got.to_float_vector();

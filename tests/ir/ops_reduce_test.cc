@@ -21,10 +21,7 @@ Tensor iota_f(Shape s, float start = 0.f, float step = 1.f) {
   return Tensor::from_vector<float>(v, std::move(s));
 }
 
-Tensor axes(std::vector<int64_t> v) {
-  Shape s{static_cast<int64_t>(v.size())};
-  return Tensor::from_vector<int64_t>(v, s);
-}
+Tensor axes(std::vector<int64_t> v) { return test::vec1(v); }
 
 void expect_near(const Tensor& got, const std::vector<float>& want, float tol = 1e-5f) {
   std::vector<float> g = got.to_float_vector();

@@ -23,14 +23,8 @@ Node make_node(const std::string& op, int num_inputs, Attributes attrs = {}) {
 }
 
 Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector<float>(v, std::move(s)); }
-Tensor i64(std::vector<int64_t> v) {
-  int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector<int64_t>(v, {n});
-}
-Tensor scales(std::vector<float> v) {
-  int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector<float>(v, {n});
-}
+Tensor i64(std::vector<int64_t> v) { return test::vec1(v); }
+Tensor scales(std::vector<float> v) { return test::vec1(v); }
 
 Tensor iota(Shape s, float start = 1.f) {
   Tensor t(DType::kFloat32, s);
