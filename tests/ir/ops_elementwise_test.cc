@@ -4,22 +4,14 @@
 #include <limits>
 
 #include "ir/op_registry.h"
+#include "ir/op_test_util.h"
 
 namespace korch {
 namespace {
 
 // Evaluates a single-output node; undefined tensors in `ins` are omitted optional inputs.
 Tensor run(const std::string& op, const std::vector<Tensor>& ins, int opset = 17, Attributes attrs = {}) {
-  Node n;
-  n.op_type = op;
-  std::vector<const Tensor*> ptrs;
-  for (size_t i = 0; i < ins.size(); ++i) {
-    n.inputs.push_back(ins[i].defined() ? static_cast<ValueId>(i) : kNoValue);
-    ptrs.push_back(ins[i].defined() ? &ins[i] : nullptr);
-  }
-  n.outputs = {100};
-  n.attrs = std::move(attrs);
-  return eval_node(n, opset, ptrs).at(0);
+  return test::eval_op(op, opset, ins, std::move(attrs)).at(0);
 }
 
 Error run_error(const std::string& op, const std::vector<Tensor>& ins, int opset = 17, Attributes attrs = {}) {

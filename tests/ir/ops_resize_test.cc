@@ -4,9 +4,13 @@
 #include <cmath>
 
 #include "ir/op_registry.h"
+#include "ir/op_test_util.h"
 
 namespace korch {
 namespace {
+
+using test::error_code;
+using test::make_attrs;
 
 Node make_node(const std::string& op, int num_inputs, Attributes attrs = {}) {
   Node n;
@@ -19,14 +23,8 @@ Node make_node(const std::string& op, int num_inputs, Attributes attrs = {}) {
 }
 
 Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector<float>(v, std::move(s)); }
-Tensor i64(std::vector<int64_t> v) {
-  int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector<int64_t>(v, {n});
-}
-Tensor scales(std::vector<float> v) {
-  int64_t n = static_cast<int64_t>(v.size());
-  return Tensor::from_vector<float>(v, {n});
-}
+Tensor i64(std::vector<int64_t> v) { return test::vec1(v); }
+Tensor scales(std::vector<float> v) { return test::vec1(v); }
 
 Tensor iota(Shape s, float start = 1.f) {
   Tensor t(DType::kFloat32, s);
@@ -47,12 +45,6 @@ void expect_near(const Tensor& t, const std::vector<float>& want, double tol = 1
     EXPECT_NEAR(t.get_as_double(i), want[static_cast<size_t>(i)], tol) << "element " << i;
 }
 
-Attributes attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-  Attributes a;
-  for (auto& [k, v] : kv) a.set(k, v);
-  return a;
-}
-
 TEST(ResizeOps, NearestUpsample2xNCHW) {
   Tensor x = f32({1, 2, 3, 4}, {1, 1, 2, 2});
   Tensor sc = scales({1, 1, 2, 2});
@@ -64,14 +56,14 @@ TEST(ResizeOps, NearestUpsample2xNCHW) {
 TEST(ResizeOps, BilinearHalfPixel) {
   Tensor x = f32({1, 2, 3, 4}, {1, 1, 2, 2});
   Tensor sc = scales({1, 1, 2, 2});
-  Tensor y = resize(x, &sc, nullptr, attrs({{"mode", std::string("linear")}}));
+  Tensor y = resize(x, &sc, nullptr, make_attrs({{"mode", std::string("linear")}}));
   expect_near(y, {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
 }
 
 TEST(ResizeOps, BicubicMatchesOnnxReference) {
   Tensor x = iota({1, 1, 4, 4});
   Tensor sc = scales({1, 1, 2, 2});
-  Tensor y = resize(x, &sc, nullptr, attrs({{"mode", std::string("cubic")}}));
+  Tensor y = resize(x, &sc, nullptr, make_attrs({{"mode", std::string("cubic")}}));
   ASSERT_EQ(y.shape(), (Shape{1, 1, 8, 8}));
   std::vector<float> row0 = {0.47265625f, 0.76953125f, 1.24609375f, 1.875f, 2.28125f, 2.91015625f, 3.38671875f, 3.68359375f};
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(y.data<float>()[i], row0[static_cast<size_t>(i)], 1e-5);
@@ -81,7 +73,7 @@ TEST(ResizeOps, BicubicMatchesOnnxReference) {
 TEST(ResizeOps, AntialiasLinearDownsample) {
   Tensor x = iota({1, 1, 4, 4});
   Tensor sc = scales({1, 1, 0.6f, 0.6f});
-  Tensor y = resize(x, &sc, nullptr, attrs({{"mode", std::string("linear")}, {"antialias", int64_t{1}}}));
+  Tensor y = resize(x, &sc, nullptr, make_attrs({{"mode", std::string("linear")}, {"antialias", int64_t{1}}}));
   EXPECT_EQ(y.shape(), (Shape{1, 1, 2, 2}));
   expect_near(y, {2.875f, 4.5f, 9.375f, 11.f}, 1e-4);
 }
@@ -101,7 +93,7 @@ TEST(ResizeOps, AlignCornersAndRankTwo) {
   Tensor x = iota({2, 4});
   Tensor sc = scales({1.5f, 0.5f});
   Tensor y = resize(x, &sc, nullptr,
-                    attrs({{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}));
+                    make_attrs({{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}));
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
   expect_near(y, {1, 4, 3, 6, 5, 8});
 }
@@ -109,13 +101,13 @@ TEST(ResizeOps, AlignCornersAndRankTwo) {
 TEST(ResizeOps, SizesWithKeepAspectRatioAndAxes) {
   Tensor x = iota({1, 1, 4, 4});
   Tensor sz = i64({7, 8});
-  Attributes a = attrs({{"axes", std::vector<int64_t>{2, 3}}, {"keep_aspect_ratio_policy", std::string("not_larger")}});
+  Attributes a = make_attrs({{"axes", std::vector<int64_t>{2, 3}}, {"keep_aspect_ratio_policy", std::string("not_larger")}});
   EXPECT_EQ(resize(x, nullptr, &sz, a).shape(), (Shape{1, 1, 7, 7}));
   a.set("keep_aspect_ratio_policy", std::string("not_smaller"));
   EXPECT_EQ(resize(x, nullptr, &sz, a).shape(), (Shape{1, 1, 8, 8}));
   // Reversed axes order: sizes follow the axes list.
   Tensor sz2 = i64({2, 6});
-  Tensor y = resize(x, nullptr, &sz2, attrs({{"axes", std::vector<int64_t>{3, 2}}}));
+  Tensor y = resize(x, nullptr, &sz2, make_attrs({{"axes", std::vector<int64_t>{3, 2}}}));
   EXPECT_EQ(y.shape(), (Shape{1, 1, 6, 2}));
 }
 
@@ -125,7 +117,7 @@ TEST(ResizeOps, NearestModes) {
   // asymmetric: x_orig = y * 0.6 -> 0, 0.6, 1.2, 1.8, 2.4
   auto run = [&](const char* mode) {
     return resize(x, nullptr, &sz,
-                  attrs({{"coordinate_transformation_mode", std::string("asymmetric")}, {"nearest_mode", std::string(mode)}}))
+                  make_attrs({{"coordinate_transformation_mode", std::string("asymmetric")}, {"nearest_mode", std::string(mode)}}))
         .to_float_vector();
   };
   EXPECT_EQ(run("floor"), (std::vector<float>{10, 10, 20, 20, 30}));
@@ -138,7 +130,7 @@ TEST(ResizeOps, TfCropAndResizeExtrapolation) {
   Tensor roi = f32({0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f}, {8});
   Tensor sz = i64({1, 1, 3, 3});
   Tensor y = resize(x, nullptr, &sz,
-                    attrs({{"mode", std::string("linear")},
+                    make_attrs({{"mode", std::string("linear")},
                            {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
                            {"extrapolation_value", 10.f}}),
                     19, &roi);
@@ -150,7 +142,7 @@ TEST(ResizeOps, TfCropAndResizeExtrapolation) {
 TEST(ResizeOps, GeneralPathMatchesSeparable) {
   Tensor x(DType::kFloat32, {2, 3, 5, 7});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::sin(0.37f * static_cast<float>(i));
-  Attributes a = attrs({{"mode", std::string("cubic")}});
+  Attributes a = make_attrs({{"mode", std::string("cubic")}});
   Tensor all = scales({1.5f, 1, 1.6f, 0.7f});
   Tensor s0 = scales({1.5f, 1, 1, 1});
   Tensor s23 = scales({1, 1, 1.6f, 0.7f});
@@ -169,7 +161,7 @@ TEST(ResizeOps, GeneralPathMatchesSeparable) {
 TEST(ResizeOps, IntegerLinearRoundsAndKeepsType) {
   Tensor x = Tensor::from_vector<uint8_t>({0, 255, 10, 11}, {2, 2});
   Tensor sc = scales({1, 2});
-  Tensor y = resize(x, &sc, nullptr, attrs({{"mode", std::string("linear")}}));
+  Tensor y = resize(x, &sc, nullptr, make_attrs({{"mode", std::string("linear")}}));
   EXPECT_EQ(y.dtype(), DType::kUInt8);
   // half_pixel on [0, 255]: 0, 63.75, 191.25, 255 -> rounded.
   EXPECT_EQ(y.to_int_vector(), (std::vector<int64_t>{0, 64, 191, 255, 10, 10, 11, 11}));
@@ -191,14 +183,14 @@ TEST(ResizeOps, Opset10AndOpset11Inputs) {
 
 TEST(ResizeOps, Upsample) {
   Tensor x = f32({1, 2, 3, 4}, {1, 1, 2, 2});
-  Node n7 = make_node("Upsample", 1, attrs({{"scales", std::vector<float>{1, 1, 2, 3}}}));
+  Node n7 = make_node("Upsample", 1, make_attrs({{"scales", std::vector<float>{1, 1, 2, 3}}}));
   Tensor y = eval_node(n7, 7, {&x}).at(0);
   EXPECT_EQ(y.shape(), (Shape{1, 1, 4, 6}));
   expect_near(y, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
   // Opset 9 linear (asymmetric): [1, 2] x2 -> 1, 1.5, 2, 2.
   Tensor x1 = f32({1, 2}, {1, 2});
   Tensor sc = scales({1, 2});
-  Node n9 = make_node("Upsample", 2, attrs({{"mode", std::string("linear")}}));
+  Node n9 = make_node("Upsample", 2, make_attrs({{"mode", std::string("linear")}}));
   expect_near(eval_node(n9, 9, {&x1, &sc}).at(0), {1, 1.5, 2, 2});
   // Scales below 1 are invalid for Upsample; Upsample is gone after opset 9.
   Tensor bad = scales({1, 0.5f});
@@ -217,39 +209,28 @@ TEST(ResizeOps, Upsample) {
   }
 }
 
-ErrorCode error_of(const std::function<void()>& f, std::string* msg = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (msg) *msg = e.what();
-    return e.code();
-  }
-  ADD_FAILURE() << "no error";
-  return ErrorCode::kIo;
-}
-
 TEST(ResizeOps, Errors) {
   Tensor x = iota({1, 1, 2, 2});
   Tensor sc = scales({1, 1, 2, 2});
   Tensor sz = i64({1, 1, 4, 4});
   std::string msg;
-  EXPECT_EQ(error_of([&] { resize(x, &sc, &sz); }, &msg), ErrorCode::kInvalid);
+  EXPECT_EQ(error_code([&] { resize(x, &sc, &sz); }, &msg), ErrorCode::kInvalid);
   EXPECT_NE(msg.find("only one of"), std::string::npos) << msg;
-  EXPECT_EQ(error_of([&] { resize(x, nullptr, nullptr); }), ErrorCode::kInvalid);
+  EXPECT_EQ(error_code([&] { resize(x, nullptr, nullptr); }), ErrorCode::kInvalid);
   Tensor sc3 = scales({1, 2, 2});
-  EXPECT_EQ(error_of([&] { resize(x, &sc3, nullptr); }, &msg), ErrorCode::kInvalid);
+  EXPECT_EQ(error_code([&] { resize(x, &sc3, nullptr); }, &msg), ErrorCode::kInvalid);
   EXPECT_NE(msg.find("expected 4"), std::string::npos) << msg;
   Tensor neg = scales({1, 1, -2, 2});
-  EXPECT_EQ(error_of([&] { resize(x, &neg, nullptr); }), ErrorCode::kInvalid);
-  EXPECT_EQ(error_of([&] { resize(x, &sc, nullptr, attrs({{"mode", std::string("bogus")}})); }, &msg), ErrorCode::kInvalid);
+  EXPECT_EQ(error_code([&] { resize(x, &neg, nullptr); }), ErrorCode::kInvalid);
+  EXPECT_EQ(error_code([&] { resize(x, &sc, nullptr, make_attrs({{"mode", std::string("bogus")}})); }, &msg), ErrorCode::kInvalid);
   EXPECT_NE(msg.find("bogus"), std::string::npos);
-  EXPECT_EQ(error_of([&] { resize(x, &sc, nullptr, attrs({{"coordinate_transformation_mode", std::string("x")}})); }),
+  EXPECT_EQ(error_code([&] { resize(x, &sc, nullptr, make_attrs({{"coordinate_transformation_mode", std::string("x")}})); }),
             ErrorCode::kInvalid);
-  EXPECT_EQ(error_of([&] { resize(x, &sc, nullptr, attrs({{"axes", std::vector<int64_t>{2, 9}}})); }), ErrorCode::kInvalid);
+  EXPECT_EQ(error_code([&] { resize(x, &sc, nullptr, make_attrs({{"axes", std::vector<int64_t>{2, 9}}})); }), ErrorCode::kInvalid);
   // Non-constant scales: the standard compile-time-constant error.
   Node n = make_node("Resize", 4);
   TensorType xt = x.type(), st = sc.type();
-  EXPECT_EQ(error_of([&] { infer_node(n, 19, {&xt, nullptr, &st, nullptr}, {nullptr, nullptr, nullptr, nullptr}); }, &msg),
+  EXPECT_EQ(error_code([&] { infer_node(n, 19, {&xt, nullptr, &st, nullptr}, {nullptr, nullptr, nullptr, nullptr}); }, &msg),
             ErrorCode::kUnsupported);
   EXPECT_NE(msg.find("compile-time constant"), std::string::npos) << msg;
 }

@@ -6,11 +6,14 @@
 #include <optional>
 
 #include "ir/op_registry.h"
+#include "ir/op_test_util.h"
 
 namespace korch {
 namespace {
 
 using OptT = std::optional<Tensor>;
+using test::error_message;
+using test::make_attrs;
 
 // Runs `op` with inputs (std::nullopt = omitted) and `n_out` outputs; outputs listed in `omit_out` are kNoValue.
 std::vector<Tensor> run(const std::string& op, int opset, const std::vector<OptT>& in, Attributes attrs, size_t n_out,
@@ -31,27 +34,12 @@ std::vector<Tensor> run(const std::string& op, int opset, const std::vector<OptT
   return eval_node(n, opset, ptrs);
 }
 
-Attributes make_attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-  Attributes a;
-  for (auto& [k, v] : kv) a.set(k, v);
-  return a;
-}
-
 Tensor f32(std::vector<float> v, Shape s) { return Tensor::from_vector<float>(v, std::move(s)); }
 
 void expect_close(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
   std::vector<float> g = got.to_float_vector();
   ASSERT_EQ(g.size(), want.size());
   for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], tol) << "at " << i;
-}
-
-std::string err_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -225,30 +213,30 @@ TEST(RnnOps, Float64ComputesInDouble) {
 TEST(RnnOps, Errors) {
   Tensor x = f32({1, 2}, {2, 1, 1});
   Tensor w = f32({1}, {1, 1, 1}), r = f32({1}, {1, 1, 1});
-  EXPECT_NE(err_of([&] { run("RNN", 17, {x, w, r}, make_attrs({{"direction", std::string("sideways")}}), 1); })
+  EXPECT_NE(error_message([&] { run("RNN", 17, {x, w, r}, make_attrs({{"direction", std::string("sideways")}}), 1); })
                 .find("direction must be forward, reverse or bidirectional"),
             std::string::npos);
-  EXPECT_NE(err_of([&] { run("GRU", 17, {x, w, r}, {}, 1); }).find("W must have shape [1,3,1], got [1,1,1]"),
+  EXPECT_NE(error_message([&] { run("GRU", 17, {x, w, r}, {}, 1); }).find("W must have shape [1,3,1], got [1,1,1]"),
             std::string::npos);
-  EXPECT_NE(err_of([&] { run("RNN", 17, {x, w, r}, make_attrs({{"hidden_size", int64_t{4}}}), 1); })
+  EXPECT_NE(error_message([&] { run("RNN", 17, {x, w, r}, make_attrs({{"hidden_size", int64_t{4}}}), 1); })
                 .find("hidden_size is 4"),
             std::string::npos);
-  EXPECT_NE(err_of([&] { run("RNN", 17, {x, w, r}, make_attrs({{"activations", std::vector<std::string>{"Gelu"}}}), 1); })
+  EXPECT_NE(error_message([&] { run("RNN", 17, {x, w, r}, make_attrs({{"activations", std::vector<std::string>{"Gelu"}}}), 1); })
                 .find("activation function 'Gelu' is not supported"),
             std::string::npos);
-  EXPECT_NE(err_of([&] {
+  EXPECT_NE(error_message([&] {
               run("RNN", 17, {x, w, r}, make_attrs({{"activations", std::vector<std::string>{"Tanh", "Tanh", "Tanh"}}}), 1);
             }).find("activations has 3 entries; expected 1"),
             std::string::npos);
   Tensor bad_lens = Tensor::from_vector<int32_t>({3}, {1});
-  EXPECT_NE(err_of([&] { run("RNN", 17, {x, w, r, std::nullopt, bad_lens}, {}, 1); })
+  EXPECT_NE(error_message([&] { run("RNN", 17, {x, w, r, std::nullopt, bad_lens}, {}, 1); })
                 .find("sequence_lens[0] = 3 is outside [0, 2]"),
             std::string::npos);
-  EXPECT_NE(err_of([&] { run("RNN", 17, {x, w, r}, {}, 3); }).find("RNN has at most 2 outputs"), std::string::npos);
+  EXPECT_NE(error_message([&] { run("RNN", 17, {x, w, r}, {}, 3); }).find("RNN has at most 2 outputs"), std::string::npos);
   Tensor x2 = f32({1, 2}, {2, 1});
-  EXPECT_NE(err_of([&] { run("LSTM", 17, {x2, w, r}, {}, 1); }).find("X must have rank 3"), std::string::npos);
+  EXPECT_NE(error_message([&] { run("LSTM", 17, {x2, w, r}, {}, 1); }).find("X must have rank 3"), std::string::npos);
   Tensor xi = Tensor::from_vector<int32_t>({1}, {1, 1, 1});
-  EXPECT_NE(err_of([&] { run("RNN", 17, {xi, w, r}, {}, 1); }).find("element type i32 is not supported"),
+  EXPECT_NE(error_message([&] { run("RNN", 17, {xi, w, r}, {}, 1); }).find("element type i32 is not supported"),
             std::string::npos);
 }
 

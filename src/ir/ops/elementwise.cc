@@ -8,32 +8,14 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ir/ops/op_util.h"
-
-namespace korch::ops::ew {
-void register_binary_ops(OpRegistry& r);  // elementwise_binary.cc
-void register_cast_ops(OpRegistry& r);    // elementwise_cast.cc
-}  // namespace korch::ops::ew
+#include "ir/ops/elementwise_internal.h"
 
 namespace korch {
 namespace {
 
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-template <typename T>
-using compute_t = std::conditional_t<kIsHalf<T>, float, T>;
-template <typename T>
-inline compute_t<T> ld(T v) {
-  if constexpr (kIsHalf<T>) return static_cast<float>(v);
-  else return v;
-}
-template <typename R, typename V>
-inline R st(V v) {
-  if constexpr (kIsHalf<R>) return R(static_cast<float>(v));
-  else return static_cast<R>(v);
-}
-
-constexpr int64_t kParallelMin = int64_t{1} << 15;
+using ops::ld;
+using ops::st;
+using ops::ew::kParallelMin;
 
 // Which element types a unary op accepts.
 enum class Cat {
@@ -81,7 +63,7 @@ void add_unary(OpRegistry& r, const char* name, int min_opset, Make make,
   d.min_opset = min_opset;
   d.infer = [name, check_attrs](const OpInferContext& ctx) {
     const TensorType& t = ctx.input(0);
-    if (!cat_allows(C, t.dtype)) fail_unsupported("{}: element type {} is not supported", name, dtype_name(t.dtype));
+    if (!cat_allows(C, t.dtype)) ops::fail_element_type(name, t.dtype);
     if (check_attrs) check_attrs(ctx);
     return ops::one(t.dtype, t.shape);
   };
@@ -264,7 +246,7 @@ void register_unary_ops(OpRegistry& r) {
     d.min_opset = 9;
     d.infer = [](const OpInferContext& ctx) {
       const TensorType& t = ctx.input(0);
-      if (!is_float(t.dtype)) fail_unsupported("IsNaN: element type {} is not supported", dtype_name(t.dtype));
+      ops::check_float_type("IsNaN", t.dtype);
       return ops::one(DType::kBool, t.shape);
     };
     d.eval = [](const OpEvalContext& ctx) {
@@ -284,7 +266,7 @@ void register_unary_ops(OpRegistry& r) {
     d.min_opset = 10;
     d.infer = [](const OpInferContext& ctx) {
       const TensorType& t = ctx.input(0);
-      if (!is_float(t.dtype)) fail_unsupported("IsInf: element type {} is not supported", dtype_name(t.dtype));
+      ops::check_float_type("IsInf", t.dtype);
       return ops::one(DType::kBool, t.shape);
     };
     d.eval = [](const OpEvalContext& ctx) {
@@ -308,7 +290,7 @@ void register_unary_ops(OpRegistry& r) {
     d.op_type = "Not";
     d.infer = [](const OpInferContext& ctx) {
       const TensorType& t = ctx.input(0);
-      if (t.dtype != DType::kBool) fail_unsupported("Not: element type {} is not supported", dtype_name(t.dtype));
+      if (t.dtype != DType::kBool) ops::fail_element_type("Not", t.dtype);
       return ops::one(t.dtype, t.shape);
     };
     d.eval = [](const OpEvalContext& ctx) {
@@ -322,8 +304,7 @@ void register_unary_ops(OpRegistry& r) {
     d.min_opset = 18;
     d.infer = [](const OpInferContext& ctx) {
       const TensorType& t = ctx.input(0);
-      if (!is_integer(t.dtype))
-        fail_unsupported("BitwiseNot: element type {} is not supported", dtype_name(t.dtype));
+      if (!is_integer(t.dtype)) ops::fail_element_type("BitwiseNot", t.dtype);
       return ops::one(t.dtype, t.shape);
     };
     d.eval = [](const OpEvalContext& ctx) {

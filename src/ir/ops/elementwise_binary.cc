@@ -14,33 +14,13 @@
 #include <limits>
 #include <type_traits>
 
-#include "ir/ops/op_util.h"
-
-namespace korch::ops::ew {
-Tensor cast_tensor(const Tensor& x, DType to);  // elementwise_cast.cc
-void register_binary_ops(OpRegistry& r);
-}  // namespace korch::ops::ew
+#include "ir/ops/elementwise_internal.h"
 
 namespace korch::ops::ew {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Element types
-
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-template <typename T>
-using compute_t = std::conditional_t<kIsHalf<T>, float, T>;
-template <typename T>
-inline compute_t<T> ld(T v) {
-  if constexpr (kIsHalf<T>) return static_cast<float>(v);
-  else return v;
-}
-template <typename R, typename V>
-inline R st(V v) {
-  if constexpr (kIsHalf<R>) return R(static_cast<float>(v));
-  else return static_cast<R>(v);
-}
 
 constexpr uint32_t bit(DType t) { return 1u << static_cast<int>(t); }
 constexpr uint32_t kFloatSet = bit(DType::kFloat16) | bit(DType::kBFloat16) | bit(DType::kFloat32) | bit(DType::kFloat64);
@@ -53,7 +33,7 @@ constexpr uint32_t kAllSet = kNumericSet | kBoolSet;
 
 void check_dtype(DType t, uint32_t allowed, const std::string& op) {
   if (t == DType::kUndefined || t == DType::kString || !(bit(t) & allowed))
-    fail_unsupported("{}: element type {} is not supported", op, dtype_name(t));
+    fail_element_type(op, t);
 }
 
 #define EW_FLOATS float, double, Float16, BFloat16
@@ -63,7 +43,6 @@ void check_dtype(DType t, uint32_t allowed, const std::string& op) {
 // ---------------------------------------------------------------------------------------------
 // Broadcast plan and loop
 
-constexpr int64_t kParallelMin = int64_t{1} << 15;  // below this, one thread
 constexpr int64_t kChunk = int64_t{1} << 14;        // elements per task when splitting one long row
 
 template <size_t N>

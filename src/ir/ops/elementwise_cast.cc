@@ -9,20 +9,10 @@
 #include <limits>
 #include <type_traits>
 
-#include "ir/ops/op_util.h"
-
-namespace korch::ops::ew {
-Tensor cast_tensor(const Tensor& x, DType to);
-void register_cast_ops(OpRegistry& r);
-}  // namespace korch::ops::ew
+#include "ir/ops/elementwise_internal.h"
 
 namespace korch::ops::ew {
 namespace {
-
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-constexpr int64_t kParallelMin = int64_t{1} << 15;
 
 template <typename D, typename S>
 D float_to_int(S v) {

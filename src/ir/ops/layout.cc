@@ -13,12 +13,9 @@
 #include <cstring>
 #include <limits>
 
-#include "ir/ops/op_util.h"
+#include "ir/ops/layout_internal.h"
 
 namespace korch {
-
-void register_layout_gather_ops(OpRegistry& r);  // layout_gather.cc
-void register_layout_pad_ops(OpRegistry& r);     // layout_pad.cc
 
 namespace layout_internal {
 
@@ -148,6 +145,7 @@ void strided_copy(std::byte* dst, const std::vector<int64_t>& dst_strides, const
 namespace {
 
 using namespace layout_internal;
+using ops::make_op;
 using ops::one;
 
 // --- Reshape / Flatten / Squeeze / Unsqueeze: views sharing the input buffer -----------------------
@@ -630,31 +628,21 @@ std::vector<Tensor> eval_space_to_depth(const OpEvalContext& ctx) {
   return {out};
 }
 
-void add(OpRegistry& r, const char* name, int min_opset, InferFn infer, EvalFn eval, int max_opset = kMaxOpset) {
-  OpDef d;
-  d.op_type = name;
-  d.min_opset = min_opset;
-  d.max_opset = max_opset;
-  d.infer = std::move(infer);
-  d.eval = std::move(eval);
-  r.add(std::move(d));
-}
-
 }  // namespace
 
 void register_layout_ops(OpRegistry& r) {
-  add(r, "Reshape", 1, infer_reshape, eval_view);
-  add(r, "Flatten", 1, infer_flatten, eval_view);
-  add(r, "Squeeze", 1, infer_squeeze, eval_view);
-  add(r, "Unsqueeze", 1, infer_unsqueeze, eval_view);
-  add(r, "Transpose", 1, infer_transpose, eval_transpose);
-  add(r, "Concat", 1, infer_concat, eval_concat);
-  add(r, "Split", 1, infer_split, eval_split);
-  add(r, "Slice", 1, infer_slice, eval_slice);
-  add(r, "Expand", 8, infer_expand, eval_expand);
-  add(r, "Tile", 1, infer_tile, eval_tile);
-  add(r, "DepthToSpace", 1, infer_depth_to_space, eval_depth_to_space);
-  add(r, "SpaceToDepth", 1, infer_space_to_depth, eval_space_to_depth);
+  r.add(make_op("Reshape", 1, infer_reshape, eval_view));
+  r.add(make_op("Flatten", 1, infer_flatten, eval_view));
+  r.add(make_op("Squeeze", 1, infer_squeeze, eval_view));
+  r.add(make_op("Unsqueeze", 1, infer_unsqueeze, eval_view));
+  r.add(make_op("Transpose", 1, infer_transpose, eval_transpose));
+  r.add(make_op("Concat", 1, infer_concat, eval_concat));
+  r.add(make_op("Split", 1, infer_split, eval_split));
+  r.add(make_op("Slice", 1, infer_slice, eval_slice));
+  r.add(make_op("Expand", 8, infer_expand, eval_expand));
+  r.add(make_op("Tile", 1, infer_tile, eval_tile));
+  r.add(make_op("DepthToSpace", 1, infer_depth_to_space, eval_depth_to_space));
+  r.add(make_op("SpaceToDepth", 1, infer_space_to_depth, eval_space_to_depth));
   register_layout_gather_ops(r);
   register_layout_pad_ops(r);
 }

@@ -3,22 +3,14 @@
 // dtypes work; only scatter reductions other than "none" need typed arithmetic.
 #include <cstring>
 
-#include "ir/ops/op_util.h"
+#include "ir/ops/layout_internal.h"
 
 namespace korch {
-
-namespace layout_internal {  // layout.cc
-int64_t elem_size(DType t);
-void check_index_type(const TensorType& t, const char* what);
-std::vector<int64_t> index_values(const Tensor& t);
-int64_t fix_index(int64_t i, int64_t n);
-void strided_copy(std::byte* dst, const std::vector<int64_t>& dst_strides, const std::byte* src,
-                  const std::vector<int64_t>& src_strides, const Shape& shape, int64_t es);
-}  // namespace layout_internal
 
 namespace {
 
 using namespace layout_internal;
+using ops::make_op;
 using ops::one;
 
 // --- Gather -----------------------------------------------------------------------------------------
@@ -356,26 +348,16 @@ std::vector<Tensor> eval_compress(const OpEvalContext& ctx) {
   return {out};
 }
 
-void add(OpRegistry& r, const char* name, int min_opset, InferFn infer, EvalFn eval, int max_opset = kMaxOpset) {
-  OpDef d;
-  d.op_type = name;
-  d.min_opset = min_opset;
-  d.max_opset = max_opset;
-  d.infer = std::move(infer);
-  d.eval = std::move(eval);
-  r.add(std::move(d));
-}
-
 }  // namespace
 
 void register_layout_gather_ops(OpRegistry& r) {
-  add(r, "Gather", 1, infer_gather, eval_gather);
-  add(r, "GatherElements", 11, infer_gather_elements, eval_gather_elements);
-  add(r, "GatherND", 11, infer_gather_nd, eval_gather_nd);
-  add(r, "ScatterElements", 11, infer_scatter_elements, eval_scatter_elements);
-  add(r, "Scatter", 9, infer_scatter_elements, eval_scatter_elements);  // deprecated alias of ScatterElements
-  add(r, "ScatterND", 11, infer_scatter_nd, eval_scatter_nd);
-  add(r, "Compress", 9, infer_compress, eval_compress);
+  r.add(make_op("Gather", 1, infer_gather, eval_gather));
+  r.add(make_op("GatherElements", 11, infer_gather_elements, eval_gather_elements));
+  r.add(make_op("GatherND", 11, infer_gather_nd, eval_gather_nd));
+  r.add(make_op("ScatterElements", 11, infer_scatter_elements, eval_scatter_elements));
+  r.add(make_op("Scatter", 9, infer_scatter_elements, eval_scatter_elements));  // deprecated alias of ScatterElements
+  r.add(make_op("ScatterND", 11, infer_scatter_nd, eval_scatter_nd));
+  r.add(make_op("Compress", 9, infer_compress, eval_compress));
 }
 
 }  // namespace korch

@@ -2,19 +2,14 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ir/ops/op_util.h"
+#include "ir/ops/layout_internal.h"
 
 namespace korch {
-
-namespace layout_internal {  // layout.cc
-int64_t elem_size(DType t);
-void check_index_type(const TensorType& t, const char* what);
-std::vector<int64_t> index_values(const Tensor& t);
-}  // namespace layout_internal
 
 namespace {
 
 using namespace layout_internal;
+using ops::make_op;
 using ops::one;
 
 // --- Pad --------------------------------------------------------------------------------------------
@@ -254,20 +249,11 @@ std::vector<Tensor> eval_reverse_sequence(const OpEvalContext& ctx) {
   return {out};
 }
 
-void add(OpRegistry& r, const char* name, int min_opset, InferFn infer, EvalFn eval) {
-  OpDef d;
-  d.op_type = name;
-  d.min_opset = min_opset;
-  d.infer = std::move(infer);
-  d.eval = std::move(eval);
-  r.add(std::move(d));
-}
-
 }  // namespace
 
 void register_layout_pad_ops(OpRegistry& r) {
-  add(r, "Pad", 1, infer_pad, eval_pad);
-  add(r, "ReverseSequence", 10, infer_reverse_sequence, eval_reverse_sequence);
+  r.add(make_op("Pad", 1, infer_pad, eval_pad));
+  r.add(make_op("ReverseSequence", 10, infer_reverse_sequence, eval_reverse_sequence));
 }
 
 }  // namespace korch

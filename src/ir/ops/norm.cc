@@ -12,25 +12,7 @@ namespace {
 
 using namespace ops;
 
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
-double to_double(T v) {
-  if constexpr (kIsHalf<T>) return static_cast<double>(static_cast<float>(v));
-  else return static_cast<double>(v);
-}
-template <typename T>
-T from_double(double v) {
-  if constexpr (kIsHalf<T>) return T(static_cast<float>(v));
-  else return static_cast<T>(v);
-}
-
 #define KORCH_NORM_TYPES float, double, Float16, BFloat16
-
-void check_float_input(const char* op, const TensorType& t) {
-  if (!is_float(t.dtype)) fail_unsupported("{}: element type {} is not supported", op, dtype_name(t.dtype));
-}
 
 // All elements of a float tensor as doubles (parameters: scale, bias, mean, var).
 std::vector<double> param_values(const Tensor& t) {
@@ -71,7 +53,7 @@ void affine_rows(const T* x, T* y, int64_t rows, int64_t F, int64_t S, const std
 
 std::vector<TensorType> infer_batchnorm(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  check_float_input("BatchNormalization", x);
+  check_float_type("BatchNormalization", x.dtype);
   if (ctx.opset >= 14 && ctx.attrs().get_int("training_mode", 0) != 0)
     fail_unsupported("training_mode=1 is not supported (inference only)");
   for (int k = 1; k < ctx.num_outputs(); ++k) {
@@ -87,7 +69,7 @@ std::vector<TensorType> infer_batchnorm(const OpInferContext& ctx) {
   static const char* kNames[] = {"", "scale", "B", "mean", "var"};
   for (int i = 1; i <= 4; ++i) {
     const TensorType& p = ctx.input(i);
-    check_float_input("BatchNormalization", p);
+    check_float_type("BatchNormalization", p.dtype);
     bool ok = p.rank() == 1 && p.shape[0] == C;
     // spatial=0 (opsets 7/8): per-activation parameters of shape C x D1 x ... x Dn.
     if (non_spatial) ok = ok || (p.numel() == CS && p.rank() == x.rank() - 1);
@@ -145,12 +127,12 @@ void group_norm_typed(const T* x, T* y, int64_t N, int64_t C, int64_t G, int64_t
 
 std::vector<TensorType> infer_instancenorm(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  check_float_input("InstanceNormalization", x);
+  check_float_type("InstanceNormalization", x.dtype);
   if (x.rank() < 2) fail("input must have rank >= 2 (N x C x ...), got shape {}", shape_str(x.shape));
   const int64_t C = x.shape[1];
   for (int i = 1; i <= 2; ++i) {
     const TensorType& p = ctx.input(i);
-    check_float_input("InstanceNormalization", p);
+    check_float_type("InstanceNormalization", p.dtype);
     if (p.rank() != 1 || p.shape[0] != C)
       fail("{} has shape {}, expected [{}]", i == 1 ? "scale" : "B", shape_str(p.shape), C);
   }
@@ -175,7 +157,7 @@ std::vector<Tensor> eval_instancenorm(const OpEvalContext& ctx) {
 // GroupNormalization: opset 18 has scale/bias per group, opset 21 per channel.
 std::vector<TensorType> infer_groupnorm(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  check_float_input("GroupNormalization", x);
+  check_float_type("GroupNormalization", x.dtype);
   if (x.rank() < 2) fail("input must have rank >= 2 (N x C x ...), got shape {}", shape_str(x.shape));
   const int64_t C = x.shape[1];
   const int64_t G = ctx.attrs().get_int("num_groups");
@@ -189,7 +171,7 @@ std::vector<TensorType> infer_groupnorm(const OpInferContext& ctx) {
   const int64_t want = ctx.opset >= 21 ? C : G;
   for (int i = 1; i <= 2; ++i) {
     const TensorType& p = ctx.input(i);
-    check_float_input("GroupNormalization", p);
+    check_float_type("GroupNormalization", p.dtype);
     if (p.rank() != 1 || p.shape[0] != want)
       fail("{} has shape {}, expected [{}] (one value per {} in opset {})", i == 1 ? "scale" : "bias",
            shape_str(p.shape), want, ctx.opset >= 21 ? "channel" : "group", ctx.opset);
@@ -257,7 +239,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 
 std::vector<TensorType> infer_layernorm(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  check_float_input("LayerNormalization", x);
+  check_float_type("LayerNormalization", x.dtype);
   LayerNormDims d = layernorm_dims(ctx.attrs(), x.shape);
   int64_t stash = ctx.attrs().get_int("stash_type", 1);
   std::optional<DType> st = dtype_from_onnx(static_cast<int>(stash));
@@ -265,7 +247,7 @@ std::vector<TensorType> infer_layernorm(const OpInferContext& ctx) {
   for (int i = 1; i <= 2; ++i) {
     if (i == 2 && !ctx.has_input(2)) continue;
     const TensorType& p = ctx.input(i);
-    check_float_input("LayerNormalization", p);
+    check_float_type("LayerNormalization", p.dtype);
     if (!broadcasts_to(p.shape, d.norm_shape))
       fail("{} of shape {} does not broadcast to the normalized shape {}", i == 1 ? "Scale" : "B",
            shape_str(p.shape), shape_str(d.norm_shape));
@@ -346,7 +328,7 @@ std::pair<int64_t, int64_t> lp_attrs(const Attributes& a, int64_t rank) {
 
 std::vector<TensorType> infer_lpnorm(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  check_float_input("LpNormalization", x);
+  check_float_type("LpNormalization", x.dtype);
   lp_attrs(ctx.attrs(), x.rank());
   return one(x.dtype, x.shape);
 }
@@ -403,7 +385,7 @@ std::vector<bool> mvn_axes(const Attributes& a, int64_t rank) {
 
 std::vector<TensorType> infer_mvn(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  check_float_input("MeanVarianceNormalization", x);
+  check_float_type("MeanVarianceNormalization", x.dtype);
   mvn_axes(ctx.attrs(), x.rank());
   return one(x.dtype, x.shape);
 }
@@ -447,7 +429,7 @@ std::vector<Tensor> eval_mvn(const OpEvalContext& ctx) {
 // with window(c) = [c - floor((size-1)/2), c + ceil((size-1)/2)] clipped to the channels.
 std::vector<TensorType> infer_lrn(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  check_float_input("LRN", x);
+  check_float_type("LRN", x.dtype);
   if (x.rank() < 3) fail("LRN: input must have rank >= 3 (N, C, D1, ...), got {}", shape_str(x.shape));
   if (ctx.attrs().get_int("size") <= 0) fail("LRN: size must be positive");
   return one(x.dtype, x.shape);
@@ -481,25 +463,16 @@ std::vector<Tensor> eval_lrn(const OpEvalContext& ctx) {
   return {y};
 }
 
-OpDef make(const char* name, int min_opset, InferFn infer, EvalFn eval) {
-  OpDef d;
-  d.op_type = name;
-  d.min_opset = min_opset;
-  d.infer = std::move(infer);
-  d.eval = std::move(eval);
-  return d;
-}
-
 }  // namespace
 
 void register_norm_ops(OpRegistry& r) {
-  r.add(make("BatchNormalization", 1, infer_batchnorm, eval_batchnorm));
-  r.add(make("InstanceNormalization", 1, infer_instancenorm, eval_instancenorm));
-  r.add(make("LayerNormalization", 17, infer_layernorm, eval_layernorm));
-  r.add(make("GroupNormalization", 18, infer_groupnorm, eval_groupnorm));
-  r.add(make("LpNormalization", 1, infer_lpnorm, eval_lpnorm));
-  r.add(make("MeanVarianceNormalization", 9, infer_mvn, eval_mvn));
-  r.add(make("LRN", 1, infer_lrn, eval_lrn));
+  r.add(make_op("BatchNormalization", 1, infer_batchnorm, eval_batchnorm));
+  r.add(make_op("InstanceNormalization", 1, infer_instancenorm, eval_instancenorm));
+  r.add(make_op("LayerNormalization", 17, infer_layernorm, eval_layernorm));
+  r.add(make_op("GroupNormalization", 18, infer_groupnorm, eval_groupnorm));
+  r.add(make_op("LpNormalization", 1, infer_lpnorm, eval_lpnorm));
+  r.add(make_op("MeanVarianceNormalization", 9, infer_mvn, eval_mvn));
+  r.add(make_op("LRN", 1, infer_lrn, eval_lrn));
 }
 
 }  // namespace korch

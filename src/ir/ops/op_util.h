@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <string_view>
 #include <type_traits>
 
 #include "ir/op_registry.h"
@@ -40,6 +41,53 @@ template <typename T>
 inline float to_f32(T v) { return static_cast<float>(v); }
 template <typename T>
 inline T from_f32(float v) { return static_cast<T>(v); }
+
+// f16/bf16: storage-only types, converted through float.
+template <typename T>
+inline constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+inline bool is_half(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
+// Element value as double (f16/bf16 through float) and back (one rounding for f16/bf16).
+template <typename T>
+inline double to_double(T v) {
+  if constexpr (kIsHalf<T>) return static_cast<double>(static_cast<float>(v));
+  else return static_cast<double>(v);
+}
+template <typename T>
+inline T from_double(double v) {
+  if constexpr (kIsHalf<T>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
+// Type elementwise math runs in: float for f16/bf16, the type itself otherwise.
+template <typename T>
+using compute_t = std::conditional_t<kIsHalf<T>, float, T>;
+// Loads an element into compute_t<T>; stores any compute value into element type R.
+template <typename T>
+inline compute_t<T> ld(T v) {
+  if constexpr (kIsHalf<T>) return static_cast<float>(v);
+  else return v;
+}
+template <typename R, typename V>
+inline R st(V v) {
+  if constexpr (kIsHalf<R>) return R(static_cast<float>(v));
+  else return static_cast<R>(v);
+}
+
+// Throws kUnsupported "<op>: element type <t> is not supported" (the message every op uses).
+[[noreturn]] void fail_element_type(std::string_view op, DType t);
+// Fails (as above) unless `t` is f16, bf16, f32 or f64.
+inline void check_float_type(std::string_view op, DType t) {
+  if (!is_float(t)) fail_element_type(op, t);
+}
+
+// Per-spatial-dim int attribute of a Conv/Pool-like op: `n` values (default `def` each), each
+// >= min_value; fails otherwise.
+std::vector<int64_t> spatial_ints(const Attributes& attrs, const char* name, size_t n, int64_t def, int64_t min_value);
+
+// An OpDef from its name, opset range and functions (the common case: foldable, no type folding).
+OpDef make_op(const char* name, int min_opset, InferFn infer, EvalFn eval, int max_opset = kMaxOpset);
 
 // Shorthand for a single-output type.
 inline std::vector<TensorType> one(DType t, Shape s) { return {TensorType{t, std::move(s)}}; }

@@ -13,6 +13,8 @@
 namespace korch {
 namespace {
 
+using namespace ops;
+
 enum class PoolKind { kMax, kAvg, kLp };
 
 struct PoolGeom {
@@ -28,14 +30,6 @@ const char* kind_name(PoolKind k) {
     case PoolKind::kAvg: return "AveragePool";
     default: return "LpPool";
   }
-}
-
-std::vector<int64_t> spatial_ints(const Attributes& attrs, const char* name, size_t n, int64_t def, int64_t min_value) {
-  std::vector<int64_t> v = attrs.get_ints(name, std::vector<int64_t>(n, def));
-  if (v.size() != n) fail("attribute '{}' has {} values, expected {}", name, v.size(), n);
-  for (int64_t x : v)
-    if (x < min_value) fail("attribute '{}' has invalid value {} (must be >= {})", name, x, min_value);
-  return v;
 }
 
 PoolGeom pool_geometry(const Attributes& attrs, const Shape& x, PoolKind kind) {
@@ -96,26 +90,9 @@ Shape pool_out_shape(const PoolGeom& g) {
   return s;
 }
 
-bool is_half_type(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
-
 void check_pool_dtype(DType t, PoolKind kind) {
   const bool ok = is_float(t) || (kind == PoolKind::kMax && (t == DType::kInt8 || t == DType::kUInt8));
-  if (!ok) fail_unsupported("{}: element type {} is not supported", kind_name(kind), dtype_name(t));
-}
-
-template <typename T>
-double load(T v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
-    return static_cast<double>(static_cast<float>(v));
-  else
-    return static_cast<double>(v);
-}
-template <typename T>
-T store(double v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
-    return T(static_cast<float>(v));
-  else
-    return static_cast<T>(v);
+  if (!ok) fail_element_type(kind_name(kind), t);
 }
 
 // Window positions t in [0, k) of one dim for output o: [t_lo, t_hi) are inside the input;
@@ -161,7 +138,7 @@ void run_pool(const PoolGeom& g, PoolKind kind, bool count_include_pad, double p
               const T* row = xp + (id * g.in[1] + ih) * g.in[2];
               for (int64_t tw = ww.t_lo; tw < ww.t_hi; ++tw) {
                 const int64_t iw = ww.start + tw * g.d[2];
-                const double v = load(row[iw]);
+                const double v = to_double(row[iw]);
                 if (kind == PoolKind::kMax) {
                   if (best < 0 || v > acc) {  // first maximum wins; NaN never replaces a value
                     acc = v;
@@ -185,10 +162,10 @@ void run_pool(const PoolGeom& g, PoolKind kind, bool count_include_pad, double p
           } else if (kind == PoolKind::kLp) {
             r = std::pow(acc, 1.0 / p);
           } else if (best < 0) {
-            r = std::is_floating_point_v<T> || is_half_type(dtype_of<T>::value) ? -std::numeric_limits<double>::infinity()
-                                                                                : load(std::numeric_limits<T>::lowest());
+            r = std::is_floating_point_v<T> || kIsHalf<T> ? -std::numeric_limits<double>::infinity()
+                                                          : to_double(std::numeric_limits<T>::lowest());
           }
-          yp[oi] = store<T>(r);
+          yp[oi] = from_double<T>(r);
           if (indices) indices[nc * OHW + oi] = best < 0 ? -1 : nc * IHW + best;
         }
       }
@@ -241,7 +218,7 @@ std::vector<Tensor> eval_pool(const OpEvalContext& ctx, PoolKind kind) {
 std::vector<TensorType> infer_global(const OpInferContext& ctx, PoolKind kind) {
   const TensorType& x = ctx.input(0);
   const char* op = kind == PoolKind::kMax ? "GlobalMaxPool" : kind == PoolKind::kAvg ? "GlobalAveragePool" : "GlobalLpPool";
-  if (!is_float(x.dtype)) fail_unsupported("{}: element type {} is not supported", op, dtype_name(x.dtype));
+  check_float_type(op, x.dtype);
   if (x.rank() < 3) fail("{} input must have rank >= 3 (N, C, spatial...), got {}", op, shape_str(x.shape));
   if (kind == PoolKind::kLp) lp_p(ctx.attrs());
   Shape s = x.shape;
@@ -264,14 +241,14 @@ std::vector<Tensor> eval_global(const OpEvalContext& ctx, PoolKind kind) {
       const T* r = xp + i * sp;
       double acc = kind == PoolKind::kMax ? -std::numeric_limits<double>::infinity() : 0.0;
       for (int64_t j = 0; j < sp; ++j) {
-        const double v = load(r[j]);
+        const double v = to_double(r[j]);
         if (kind == PoolKind::kMax) acc = (v > acc || std::isnan(v)) ? v : acc;
         else if (kind == PoolKind::kAvg) acc += v;
         else acc += std::pow(std::fabs(v), p);
       }
       if (kind == PoolKind::kAvg) acc = sp ? acc / static_cast<double>(sp) : std::numeric_limits<double>::quiet_NaN();
       if (kind == PoolKind::kLp) acc = std::pow(acc, 1.0 / p);
-      yp[i] = store<T>(acc);
+      yp[i] = from_double<T>(acc);
     }
   });
   return {y};

@@ -10,12 +10,9 @@
 #include <limits>
 
 #include "ir/ops/op_util.h"
+#include "ir/ops/reduce_internal.h"
 
 namespace korch {
-namespace ops {
-void register_softmax_family_ops(OpRegistry& r);  // reduce_softmax.cc
-}
-
 namespace {
 
 using namespace ops;
@@ -24,14 +21,14 @@ using namespace ops;
 // int64/uint64 for integers (exact sums and products with wrap-around), int64 for bool.
 template <typename T>
 struct Num {
-  using C = std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>,
+  using C = std::conditional_t<std::is_floating_point_v<T> || kIsHalf<T>,
                                double, std::conditional_t<std::is_unsigned_v<T> && !std::is_same_v<T, bool>, uint64_t, int64_t>>;
   static C load(T v) {
-    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return static_cast<double>(static_cast<float>(v));
+    if constexpr (kIsHalf<T>) return static_cast<double>(static_cast<float>(v));
     else return static_cast<C>(v);
   }
   static T store(C v) {
-    if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) return T(static_cast<float>(v));
+    if constexpr (kIsHalf<T>) return T(static_cast<float>(v));
     else if constexpr (std::is_same_v<T, bool>) return v != 0;
     else return static_cast<T>(v);
   }
@@ -198,7 +195,7 @@ bool reduce_dtype_ok(ReduceKind k, DType t) {
 std::vector<TensorType> infer_reduce(const ReduceOpInfo& info, const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
   if (!reduce_dtype_ok(info.kind, x.dtype))
-    fail_unsupported("{}: element type {} is not supported", info.name, dtype_name(x.dtype));
+    fail_element_type(info.name, x.dtype);
   ResolvedAxes ax = resolve_axes(info, ctx.opset, ctx.attrs(), x.rank(), read_axes_infer(info, ctx));
   if (ax.noop) return one(x.dtype, x.shape);
   bool keepdims = ctx.attrs().get_int("keepdims", 1) != 0;
@@ -346,7 +343,7 @@ ArgAttrs arg_attrs(const Attributes& a, int64_t rank) {
 std::vector<TensorType> infer_arg(const char* name, const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
   if (!is_float(x.dtype) && !is_integer(x.dtype))
-    fail_unsupported("{}: element type {} is not supported", name, dtype_name(x.dtype));
+    fail_element_type(name, x.dtype);
   ArgAttrs a = arg_attrs(ctx.attrs(), x.rank());
   std::vector<bool> reduced(static_cast<size_t>(x.rank()), false);
   reduced[static_cast<size_t>(a.axis)] = true;

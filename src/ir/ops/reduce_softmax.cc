@@ -9,25 +9,12 @@
 #include <numeric>
 
 #include "ir/ops/op_util.h"
+#include "ir/ops/reduce_internal.h"
 
 namespace korch {
 namespace {
 
 using namespace ops;
-
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
-double to_double(T v) {
-  if constexpr (kIsHalf<T>) return static_cast<double>(static_cast<float>(v));
-  else return static_cast<double>(v);
-}
-template <typename T>
-T from_double(double v) {
-  if constexpr (kIsHalf<T>) return T(static_cast<float>(v));
-  else return static_cast<T>(v);
-}
 
 struct AxisView {
   int64_t O = 1, R = 1, I = 1;
@@ -65,7 +52,7 @@ std::pair<int64_t, bool> soft_axis(const Attributes& a, int opset, int64_t rank)
 
 std::vector<TensorType> infer_soft(const char* name, const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  if (!is_float(x.dtype)) fail_unsupported("{}: element type {} is not supported", name, dtype_name(x.dtype));
+  check_float_type(name, x.dtype);
   soft_axis(ctx.attrs(), ctx.opset, x.rank());
   return one(x.dtype, x.shape);
 }
@@ -181,7 +168,7 @@ std::vector<TensorType> infer_cumsum(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
   const TensorType& a = ctx.input(1);
   if (x.dtype == DType::kBool || !(is_float(x.dtype) || is_integer(x.dtype)))
-    fail_unsupported("CumSum: element type {} is not supported", dtype_name(x.dtype));
+    fail_element_type("CumSum", x.dtype);
   if (a.dtype != DType::kInt32 && a.dtype != DType::kInt64) fail("axis must be int32 or int64, got {}", dtype_name(a.dtype));
   if (a.rank() > 1 || a.numel() != 1) fail("axis must be a scalar, got shape {}", shape_str(a.shape));
   if (x.rank() == 0) fail("CumSum input must have rank >= 1");
@@ -260,7 +247,7 @@ TopKAttrs topk_attrs(const Attributes& a, int opset, int64_t rank) {
 std::vector<TensorType> infer_topk(const OpInferContext& ctx) {
   const TensorType& x = ctx.input(0);
   if (x.dtype == DType::kBool || !(is_float(x.dtype) || is_integer(x.dtype)))
-    fail_unsupported("TopK: element type {} is not supported", dtype_name(x.dtype));
+    fail_element_type("TopK", x.dtype);
   TopKAttrs a = topk_attrs(ctx.attrs(), ctx.opset, x.rank());
   int64_t k = topk_k_infer(ctx);
   int64_t n = x.shape[static_cast<size_t>(a.axis)];

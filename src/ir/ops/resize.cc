@@ -312,16 +312,8 @@ AxisTable make_table(const ResizeSpec& s, int64_t axis, int64_t in_w, int64_t ou
 constexpr int64_t kParallelWork = int64_t{1} << 16;
 
 template <typename T>
-double load(T v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
-    return static_cast<double>(static_cast<float>(v));
-  else
-    return static_cast<double>(v);
-}
-
-template <typename T>
 T store(double v) {
-  if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+  if constexpr (ops::kIsHalf<T>) {
     return T(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, bool>) {
     return v != 0;
@@ -386,7 +378,7 @@ void resize_2d(const T* in, T* out, int64_t planes, int64_t H, int64_t W, const 
         for (int64_t a = 0; a < ny; ++a) {
           const T* srow = src + iy[a] * W;
           double racc = 0;
-          for (int64_t b = 0; b < nx; ++b) racc += wx[b] * load(srow[ix[b]]);
+          for (int64_t b = 0; b < nx; ++b) racc += wx[b] * ops::to_double(srow[ix[b]]);
           acc += wy[a] * racc;
         }
         dst[ox] = store<T>(acc);
@@ -517,7 +509,7 @@ Tensor run_resize(const Tensor& x, const ResizeSpec& s, const Tensor* roi) {
     using T = decltype(tag);
     const T* src = x.data<T>();
     std::vector<double> buf(static_cast<size_t>(x.numel()));
-    for (int64_t i = 0; i < x.numel(); ++i) buf[static_cast<size_t>(i)] = load(src[i]);
+    for (int64_t i = 0; i < x.numel(); ++i) buf[static_cast<size_t>(i)] = ops::to_double(src[i]);
     Shape cur = in;
     for (int64_t d = 0; d < rank; ++d) {
       const AxisTable& t = tables[static_cast<size_t>(d)];

@@ -159,10 +159,6 @@ std::vector<Activation> parse_activations(CellKind kind, const Attributes& attrs
   return out;
 }
 
-bool is_float_type(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16 || t == DType::kBFloat16;
-}
-
 // Validates attributes and input types; `types[i]` is nullptr for omitted inputs.
 RnnConfig make_config(CellKind kind, const Node& node, int opset, const std::vector<const TensorType*>& types,
                       int num_outputs) {
@@ -180,7 +176,7 @@ RnnConfig make_config(CellKind kind, const Node& node, int opset, const std::vec
   const TensorType& x = *type_of(0);
   const TensorType& w = *type_of(1);
   const TensorType& r = *type_of(2);
-  if (!is_float_type(x.dtype)) fail_unsupported("{}: element type {} is not supported", ci.name, dtype_name(x.dtype));
+  ops::check_float_type(ci.name, x.dtype);
 
   const std::string dir = attrs.get_string("direction", "forward");
   if (dir == "forward") {
