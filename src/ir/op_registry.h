@@ -110,10 +110,10 @@ void register_norm_ops(OpRegistry& r);         // Batch/Instance/Layer/Group nor
 void register_layout_ops(OpRegistry& r);       // Reshape, Flatten, Transpose, (Un)Squeeze, Concat, Split, Slice,
                                                // Gather*, Expand, Tile, DepthToSpace, SpaceToDepth, Pad
 void register_resize_ops(OpRegistry& r);       // Resize, Upsample
-void register_misc_ops(OpRegistry& r);
-void register_rnn_ops(OpRegistry& r);         // LSTM, GRU, RNN
-void register_sampling_ops(OpRegistry& r);    // GridSample, AffineGrid, RoiAlign, MaxUnpool, CenterCropPad, Col2Im
-void register_quant_ops(OpRegistry& r);       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear         // Constant, Identity, Dropout, Shape, Size, ConstantOfShape, Range,
+void register_misc_ops(OpRegistry& r);         // Constant, Identity, Dropout, Shape, Size, ConstantOfShape, Range,
                                                // EyeLike, Trilu, NonZero(const) ...
+void register_rnn_ops(OpRegistry& r);          // LSTM, GRU, RNN
+void register_sampling_ops(OpRegistry& r);     // GridSample, AffineGrid, RoiAlign, MaxUnpool, CenterCropPad, Col2Im
+void register_quant_ops(OpRegistry& r);        // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 
 }  // namespace korch
