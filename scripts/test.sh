@@ -8,4 +8,18 @@ bash scripts/build.sh
 args=(--test-dir build --output-on-failure -j2)
 # The heavy extra models (minutes of export each) stay out of the default run: ctest -L extra_slow.
 args+=(-LE "${KORCH_TEST_LABEL_EXCLUDE:-extra_slow}")
-ctest "${args[@]}"
+set +e
+ctest "${args[@]}" 2>&1 | tee build/ctest_output.txt
+status=${PIPESTATUS[0]}
+set -e
+# Show the conformance counts (ctest keeps passing tests' output only in its log).
+log=build/Testing/Temporary/LastTest.log
+if [[ -f $log ]]; then
+  echo; echo "Conformance summary:"
+  grep -A8 "^ONNX backend node tests in" "$log" || true
+  grep -E "^[0-9]+ passed, [0-9]+ failed" "$log" | sed -E 's/^([0-9]+) passed, ([0-9]+) failed/light models: \1 ok, \2 bad/' || true
+fi
+# ctest's own verdict stays the last line.
+echo
+grep -E "tests passed, [0-9]+ tests failed out of" build/ctest_output.txt | tail -1 || true
+exit $status

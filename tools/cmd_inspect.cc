@@ -9,16 +9,6 @@
 
 namespace korch::cli {
 
-std::map<std::string, std::vector<int64_t>> parse_shape_options(const std::vector<std::string>& specs) {
-  std::map<std::string, std::vector<int64_t>> out;
-  for (const std::string& s : specs) {
-    size_t eq = s.rfind('=');
-    if (eq == std::string::npos || eq == 0) fail("--shape expects NAME=1x3x224x224, got '{}'", s);
-    out[s.substr(0, eq)] = parse_shape_text(s.substr(eq + 1));
-  }
-  return out;
-}
-
 void print_model_summary(const Graph& g, const std::string& path) {
   GraphStats s = graph_stats(g);
   fmt::print("model      {}\n", path);
@@ -40,16 +30,14 @@ void print_model_summary(const Graph& g, const std::string& path) {
 }
 
 Command add_inspect(CLI::App& app) {
-  struct Opts { std::string model; std::vector<std::string> shapes; bool all_tensors = false, ir = false; };
+  struct Opts { std::string model; LoadFlags load; bool all_tensors = false, ir = false; };
   auto o = std::make_shared<Opts>();
   app.add_option("model", o->model, "ONNX model file")->required();
-  app.add_option("--shape", o->shapes, "Fix an input shape: NAME=1x3x224x224 (repeatable)");
+  o->load.add_to(app);
   app.add_flag("--tensors", o->all_tensors, "List every intermediate tensor too");
   app.add_flag("--ir", o->ir, "Print the graph after loading in the IR text form (large constants elided)");
   return [o]() {
-    LoadOptions lo;
-    lo.input_shapes = parse_shape_options(o->shapes);
-    Graph g = load_onnx(o->model, lo);
+    Graph g = load_onnx(o->model, o->load.options());
     if (o->ir) {
       PrintOptions po;
       po.max_constant_elements = 16;

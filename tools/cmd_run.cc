@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 Command add_run(CLI::App& app) {
   struct Opts {
     std::string model, backend = "reference", inputs, outputs;
-    std::vector<std::string> shapes;
+    LoadFlags load;
     int64_t seed = -1;
   };
   auto o = std::make_shared<Opts>();
@@ -33,12 +33,10 @@ Command add_run(CLI::App& app) {
   auto* rnd_opt = app.add_option("--random-inputs", o->seed, "Generate seeded random inputs instead (written to --outputs)");
   in_opt->excludes(rnd_opt);
   app.add_option("--outputs", o->outputs, "Folder to write <output name>.npy files to")->required();
-  app.add_option("--shape", o->shapes, "Fix an input shape: NAME=1x3x224x224 (repeatable)");
+  o->load.add_to(app);
   return [o]() {
     if (o->inputs.empty() && o->seed < 0) fail("give --inputs DIR or --random-inputs SEED");
-    LoadOptions lo;
-    lo.input_shapes = parse_shape_options(o->shapes);
-    Graph g = load_onnx(o->model, lo);
+    Graph g = load_onnx(o->model, o->load.options());
     std::error_code ec;
     fs::create_directories(o->outputs, ec);
     if (ec) fail_io("cannot create output folder '{}': {}", o->outputs, ec.message());

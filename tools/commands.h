@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "frontend/onnx_loader.h"
 #include "ir/graph.h"
 
 namespace korch::cli {
@@ -20,7 +21,14 @@ Command add_ops(CLI::App& app);
 // The `inspect` report: graph, parameters, FLOPs, bytes, inputs/outputs, op histogram.
 void print_model_summary(const korch::Graph& g, const std::string& path);
 
-// Parses repeated --shape name=1x3x224x224 options.
-std::map<std::string, std::vector<int64_t>> parse_shape_options(const std::vector<std::string>& specs);
+// The model-loading options shared by every command that reads an ONNX model:
+//   --shape NAME=1x3x224x224   fix a symbolic input shape
+//   --bind NAME=FILE.npy       fix an input to known values (it becomes a constant and folds), for
+//                              inputs that carry sizes (Resize scales, OneHot depth...)
+struct LoadFlags {
+  std::vector<std::string> shapes, binds;
+  void add_to(CLI::App& app);
+  korch::LoadOptions options() const;
+};
 
 }  // namespace korch::cli

@@ -123,3 +123,35 @@ def test_good_model_runs(tmp_path):
     x = np.load(tmp_path / "out" / "x.npy")
     y = np.load(tmp_path / "out" / "y.npy")
     np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_readme_operator_table_is_current():
+    """README's operator table is `korch ops --markdown` verbatim (regenerate it when ops change)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    begin, end = "<!-- ops-table-begin -->\n", "\n<!-- ops-table-end -->"
+    table = readme[readme.index(begin) + len(begin):readme.index(end)]
+    r = korch("ops", "--markdown")
+    assert r.returncode == 0
+    assert table == r.stdout.strip(), "README operator table is stale: paste `build/korch ops --markdown` into it"
+
+
+def test_runtime_shape_input_needs_bind(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])
+    s = helper.make_tensor_value_info("target", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape0")
+    m = helper.make_model(helper.make_graph([node], "g", [x, s], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "m.onnx")
+    assert_clean_error(korch("inspect", tmp_path / "m.onnx"), "reshape0", "compile-time constant")
+    np.save(tmp_path / "target.npy", np.array([3, 4], np.int64))
+    ins = tmp_path / "in"
+    ins.mkdir()
+    xv = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.save(ins / "x.npy", xv)
+    r = korch("run", tmp_path / "m.onnx", "--bind", f"target={tmp_path / 'target.npy'}", "--inputs", ins,
+              "--outputs", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), xv.reshape(3, 4))
+    assert_clean_error(korch("inspect", tmp_path / "m.onnx", "--bind", "nope=missing.npy"), "missing.npy")
+    assert_clean_error(korch("inspect", tmp_path / "m.onnx", "--bind", f"nope={tmp_path / 'target.npy'}"), "'nope'")
