@@ -15,6 +15,17 @@ void print_model_summary(const Graph& g, const std::string& path) {
   fmt::print("graph      {} (opset {})\n", g.name, g.opset);
   fmt::print("nodes      {}\n", g.nodes.size());
   fmt::print("parameters {} ({})\n", human_count(static_cast<double>(s.parameters)), human_bytes(s.parameter_bytes));
+  size_t n_tensors = 0, n_const = 0;
+  double tensor_bytes = 0;
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.outputs)
+      if (v != kNoValue) {
+        ++n_tensors;
+        tensor_bytes += static_cast<double>(g.type(v).numel()) * dtype_size(g.type(v).dtype);
+      }
+  for (const Value& v : g.values) n_const += v.is_constant();
+  fmt::print("tensors    {} computed ({} in all), {} constants (--tensors lists them)\n", n_tensors,
+             human_bytes(tensor_bytes), n_const);
   fmt::print("FLOPs      {}\n", human_count(s.flops));
   fmt::print("bytes      {} read, {} written (per-operator, unfused)\n", human_bytes(s.bytes_read),
              human_bytes(s.bytes_written));
