@@ -18,13 +18,7 @@
 namespace korch {
 namespace {
 
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
-inline float to_f(T v) {
-  return static_cast<float>(v);
-}
+using ops::kIsHalf;
 
 enum class Layout { kPerTensor, kPerAxis, kBlocked };
 
@@ -156,7 +150,7 @@ Tensor run_quantize(const Tensor& x, const Tensor& scale, const Tensor* zp, cons
   for_each_quant(l, [&](int64_t e, int64_t s) {
     double q;
     if constexpr (std::is_same_v<X, int32_t>) q = static_cast<double>(xd[e]) / static_cast<double>(sc[static_cast<size_t>(s)]);
-    else q = static_cast<double>(to_f(xd[e]) / sc[static_cast<size_t>(s)]);
+    else q = static_cast<double>(ops::to_f32(xd[e]) / sc[static_cast<size_t>(s)]);
     q = std::isnan(q) ? 0.0 : std::nearbyint(q);
     q += static_cast<double>(z[static_cast<size_t>(s)]);
     yd[e] = static_cast<Q>(std::clamp(q, lo, hi));
@@ -210,7 +204,7 @@ Tensor run_dequantize(const Tensor& x, const Tensor& scale, const Tensor* zp, co
   S* yd = y.data<S>();
   for_each_quant(l, [&](int64_t e, int64_t s) {
     const int64_t v = static_cast<int64_t>(xd[e]) - (zd ? static_cast<int64_t>(zd[s]) : 0);
-    const float r = static_cast<float>(v) * to_f(sd[s]);
+    const float r = static_cast<float>(v) * ops::to_f32(sd[s]);
     yd[e] = S(r);
   });
   return y;

@@ -10,27 +10,13 @@
 #include <type_traits>
 
 #include "ir/ops/op_util.h"
+#include "ir/ops/sampling_internal.h"
 
 namespace korch {
-namespace detail {
-void register_sampling_misc_ops(OpRegistry& r);  // sampling_misc.cc
-}
 
 namespace {
 
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
-inline double to_d(T v) {
-  if constexpr (kIsHalf<T>) return static_cast<double>(static_cast<float>(v));
-  else return static_cast<double>(v);
-}
-template <typename T>
-inline T from_d(double v) {
-  if constexpr (kIsHalf<T>) return T(static_cast<float>(v));
-  else return static_cast<T>(v);
-}
+using ops::kIsHalf;
 
 #define SAMPLING_FLOAT_TYPES float, double, Float16, BFloat16
 
@@ -229,8 +215,8 @@ Tensor run_grid_sample(const Tensor& x, const Tensor& grid, const GsSpec& s, con
       for (int64_t c = 0; c < C; ++c) {
         const T* xp = xd + (n * C + c) * in_sp;
         double acc = 0.0;
-        for (int64_t k = 0; k < nt; ++k) acc += wt[static_cast<size_t>(k)] * to_d(xp[off[static_cast<size_t>(k)]]);
-        yd[(n * C + c) * out_sp + p] = from_d<T>(acc);
+        for (int64_t k = 0; k < nt; ++k) acc += wt[static_cast<size_t>(k)] * ops::to_double(xp[off[static_cast<size_t>(k)]]);
+        yd[(n * C + c) * out_sp + p] = ops::from_double<T>(acc);
       }
     }
   }
@@ -325,7 +311,7 @@ Tensor run_affine_grid(const Tensor& theta, const AgSpec& s, bool align) {
   for (int64_t n = 0; n < N; ++n) {
     double m[3][4];
     for (int i = 0; i < nd; ++i)
-      for (int j = 0; j <= nd; ++j) m[i][j] = to_d(th[(n * nd + i) * (nd + 1) + j]);
+      for (int j = 0; j <= nd; ++j) m[i][j] = ops::to_double(th[(n * nd + i) * (nd + 1) + j]);
     for (int64_t dz = 0; dz < D; ++dz)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t w = 0; w < W; ++w) {
@@ -343,7 +329,7 @@ Tensor run_affine_grid(const Tensor& theta, const AgSpec& s, bool align) {
           for (int i = 0; i < nd; ++i) {
             double acc = 0.0;
             for (int j = 0; j <= nd; ++j) acc += m[i][j] * p[j];
-            yd[o++] = from_d<T>(acc);
+            yd[o++] = ops::from_double<T>(acc);
           }
         }
   }
@@ -433,10 +419,10 @@ Tensor run_roi_align(const Tensor& x, const Tensor& rois, const Tensor& bi, cons
     const int64_t b = bidx[static_cast<size_t>(n)];
     if (b < 0 || b >= N) fail("RoiAlign: batch index {} of roi {} is out of range [0, {})", b, n, N);
     const double off = s.half_pixel ? 0.5 : 0.0;
-    const double sw = to_d(rd[n * 4 + 0]) * s.spatial_scale - off;
-    const double sh = to_d(rd[n * 4 + 1]) * s.spatial_scale - off;
-    const double ew = to_d(rd[n * 4 + 2]) * s.spatial_scale - off;
-    const double eh = to_d(rd[n * 4 + 3]) * s.spatial_scale - off;
+    const double sw = ops::to_double(rd[n * 4 + 0]) * s.spatial_scale - off;
+    const double sh = ops::to_double(rd[n * 4 + 1]) * s.spatial_scale - off;
+    const double ew = ops::to_double(rd[n * 4 + 2]) * s.spatial_scale - off;
+    const double eh = ops::to_double(rd[n * 4 + 3]) * s.spatial_scale - off;
     double rw = ew - sw, rh = eh - sh;
     if (!s.half_pixel) {
       rw = std::max(rw, 1.0);
@@ -508,18 +494,18 @@ Tensor run_roi_align(const Tensor& x, const Tensor& rois, const Tensor& bi, cons
         double v = 0.0;
         if (!s.max_mode) {
           for (int64_t k = 0; k < per_bin; ++k)
-            v += sm[k].w[0] * to_d(xp[sm[k].pos[0]]) + sm[k].w[1] * to_d(xp[sm[k].pos[1]]) +
-                 sm[k].w[2] * to_d(xp[sm[k].pos[2]]) + sm[k].w[3] * to_d(xp[sm[k].pos[3]]);
+            v += sm[k].w[0] * ops::to_double(xp[sm[k].pos[0]]) + sm[k].w[1] * ops::to_double(xp[sm[k].pos[1]]) +
+                 sm[k].w[2] * ops::to_double(xp[sm[k].pos[2]]) + sm[k].w[3] * ops::to_double(xp[sm[k].pos[3]]);
           v /= count;
         } else {
           // As onnx.reference / ONNX Runtime: the max over samples of the max weighted corner.
           for (int64_t k = 0; k < per_bin; ++k) {
-            double m = sm[k].w[0] * to_d(xp[sm[k].pos[0]]);
-            for (int j = 1; j < 4; ++j) m = std::max(m, sm[k].w[j] * to_d(xp[sm[k].pos[j]]));
+            double m = sm[k].w[0] * ops::to_double(xp[sm[k].pos[0]]);
+            for (int j = 1; j < 4; ++j) m = std::max(m, sm[k].w[j] * ops::to_double(xp[sm[k].pos[j]]));
             v = k == 0 ? m : std::max(v, m);
           }
         }
-        yp[bin] = from_d<T>(v);
+        yp[bin] = ops::from_double<T>(v);
       }
     }
   }

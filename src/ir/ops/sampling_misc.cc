@@ -6,23 +6,12 @@
 #include <type_traits>
 
 #include "ir/ops/op_util.h"
+#include "ir/ops/sampling_internal.h"
 
 namespace korch {
 namespace {
 
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
-inline double to_d(T v) {
-  if constexpr (kIsHalf<T>) return static_cast<double>(static_cast<float>(v));
-  else return static_cast<double>(v);
-}
-template <typename T>
-inline T from_d(double v) {
-  if constexpr (kIsHalf<T>) return T(static_cast<float>(v));
-  else return static_cast<T>(v);
-}
+using ops::kIsHalf;
 
 std::vector<int64_t> int_list(const Tensor& t, const char* op, const char* what) {
   if (t.dtype() != DType::kInt64 && t.dtype() != DType::kInt32)
@@ -304,10 +293,10 @@ Tensor run_col2im(const Tensor& x, const Col2ImSpec& s) {
       const T* xp = xd + nc * s.K * s.L;
       for (int64_t j = 0; j < s.K * s.L; ++j) {
         const int64_t t = target[static_cast<size_t>(j)];
-        if (t >= 0) acc[static_cast<size_t>(t)] += to_d(xp[j]);
+        if (t >= 0) acc[static_cast<size_t>(t)] += ops::to_double(xp[j]);
       }
       T* yp = yd + nc * img;
-      for (int64_t i = 0; i < img; ++i) yp[i] = from_d<T>(acc[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < img; ++i) yp[i] = ops::from_double<T>(acc[static_cast<size_t>(i)]);
     }
   }
   return y;
