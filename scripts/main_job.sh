@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The README's main job: build, then load the built-in default models, run them and print what
-# Korch knows about them (`korch demo`).
+# Korch knows about them (`korch demo`), and cross-check the results with onnxruntime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-exec build/korch demo "$@"
+build/korch demo --out build/demo "$@"
+echo "=== cross-check with onnxruntime (same seeded inputs) ==="
+for m in build/demo/*.onnx; do
+  echo "--- $(basename "$m")"
+  .venv/bin/python scripts/compare_with_ort.py "$m" --korch build/korch
+done
