@@ -17,6 +17,7 @@ Command add_inspect(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_demo(CLI::App& app);
 Command add_ops(CLI::App& app);
+Command add_fold(CLI::App& app);
 
 // The `inspect` report: graph, parameters, FLOPs, bytes, inputs/outputs, op histogram.
 void print_model_summary(const korch::Graph& g, const std::string& path);

@@ -4,6 +4,7 @@
 
 #include "frontend/builtin_models.h"
 #include "frontend/onnx_loader.h"
+#include "frontend/onnx_writer.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/text_format.h"
@@ -27,6 +28,15 @@ TEST(BuiltinModels, LoadVerifyRoundTripAndRun) {
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].bitwise_equal(b[i]));
     for (float v : a[0].to_float_vector()) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
+TEST(BuiltinModels, OnnxWriterRoundTrip) {
+  for (const std::string& name : builtin_model_names()) {
+    SCOPED_TRACE(name);
+    Graph g = load_onnx_bytes(builtin_model_bytes(name), name + ".onnx");
+    Graph again = load_onnx_bytes(save_onnx_bytes(g), name + "_saved.onnx");
+    EXPECT_EQ(print_graph(again), print_graph(g));
   }
 }
 
