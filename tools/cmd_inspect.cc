@@ -56,6 +56,7 @@ Command add_inspect(CLI::App& app) {
       return 0;
     }
     print_model_summary(g, o->model);
+    fission_with_report(g, true);
     if (o->all_tensors) {
       fmt::print("tensors\n");
       for (const Node& n : g.nodes)

@@ -18,6 +18,9 @@ Command add_run(CLI::App& app);
 Command add_demo(CLI::App& app);
 Command add_ops(CLI::App& app);
 Command add_fold(CLI::App& app);
+Command add_fission(CLI::App& app);
+// Runs fission; with `print`, reports primitive counts by kind and operators kept whole.
+korch::Graph fission_with_report(const korch::Graph& g, bool print);
 
 // The `inspect` report: graph, parameters, FLOPs, bytes, inputs/outputs, op histogram.
 void print_model_summary(const korch::Graph& g, const std::string& path);

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   };
   add("inspect", "Print what Korch knows about a model: ops, tensors, parameters, FLOPs, bytes", korch::cli::add_inspect);
   add("demo", "The main job on the built-in models: load, inspect, run", korch::cli::add_demo);
+  add("fission", "Split operators into primitives and write the primitive graph as ONNX", korch::cli::add_fission);
   add("fold", "Write the model after the frontend (folded, simplified, static shapes) as ONNX", korch::cli::add_fold);
   add("ops", "List the supported ONNX operators and their opset ranges", korch::cli::add_ops);
   add("run", "Run a model on inputs from .npy files (or seeded random inputs)", korch::cli::add_run);

@@ -1,0 +1,7 @@
+#include "fission/fission.h"
+
+namespace korch {
+
+void register_layout_fission(FissionRegistry& r) {}
+
+}  // namespace korch

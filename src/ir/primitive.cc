@@ -1,0 +1,96 @@
+#include "ir/primitive.h"
+
+#include <set>
+
+namespace korch {
+
+namespace {
+
+const std::set<std::string>& elementwise_ops() {
+  static const std::set<std::string> s = {
+      "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Tan",
+      "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Relu", "Sigmoid", "Tanh",
+      "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Mish", "Softplus",
+      "Softsign", "Gelu", "Shrink", "IsNaN", "IsInf", "Not", "Cast", "CastLike", "Add", "Sub", "Mul", "Div", "Pow",
+      "Mod", "Max", "Min", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where",
+      "PRelu", "Clip", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Sum", "Mean",
+      "QuantizeLinear", "DequantizeLinear"};
+  return s;
+}
+const std::set<std::string>& reduce_ops() {
+  static const std::set<std::string> s = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                                          "ArgMax",    "ArgMin",     "MaxPool",   "AveragePool", "LpPool"};
+  return s;
+}
+const std::set<std::string>& layout_ops() {
+  static const std::set<std::string> s = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice",
+                                          "Concat", "Split", "Pad", "DepthToSpace", "SpaceToDepth", "Tile",
+                                          "Identity", "ReverseSequence", "CenterCropPad"};
+  return s;
+}
+const std::set<std::string>& linear_ops() {
+  static const std::set<std::string> s = {"MatMul", "Conv", "ConvTranspose", "Einsum"};
+  return s;
+}
+// Operators that fission must split (they are not primitives under any shape condition).
+const std::set<std::string>& composite_ops() {
+  static const std::set<std::string> s = {
+      "Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
+      "BatchNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN", "Gemm", "ReduceL1", "ReduceL2",
+      "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
+      "Resize", "Upsample", "Dropout", "Constant", "Shape", "Size", "ConstantOfShape", "Range"};
+  return s;
+}
+
+bool operands_match_output(const Graph& g, const Node& n) {
+  if (n.outputs.empty() || n.outputs[0] == kNoValue) return false;
+  const Shape& out = g.type(n.outputs[0]).shape;
+  for (ValueId v : n.inputs) {
+    if (v == kNoValue) continue;
+    const Value& val = g.value(v);
+    if (val.type.shape == out) continue;
+    if (val.is_constant() && val.type.numel() == 1) continue;  // scalar constant: part of the expression
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* primitive_kind_name(PrimitiveKind k) {
+  switch (k) {
+    case PrimitiveKind::kElementwise: return "elementwise";
+    case PrimitiveKind::kBroadcast: return "broadcast";
+    case PrimitiveKind::kReduce: return "reduce";
+    case PrimitiveKind::kLayout: return "layout";
+    case PrimitiveKind::kLinear: return "linear";
+    case PrimitiveKind::kOpaque: return "opaque";
+    case PrimitiveKind::kOperator: return "operator";
+  }
+  return "?";
+}
+
+PrimitiveKind primitive_kind(const Graph& g, const Node& n) {
+  const std::string& op = n.op_type;
+  if (elementwise_ops().count(op))
+    return operands_match_output(g, n) ? PrimitiveKind::kElementwise : PrimitiveKind::kOperator;
+  if (op == "Expand") return PrimitiveKind::kBroadcast;
+  if (reduce_ops().count(op)) return PrimitiveKind::kReduce;
+  if (layout_ops().count(op)) return PrimitiveKind::kLayout;
+  if (op == "Gather" || op == "GatherElements" || op == "GatherND" || op == "Compress") {
+    // Index remapping when the indices are known at compile time.
+    bool const_indices = n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.value(n.inputs[1]).is_constant();
+    return const_indices ? PrimitiveKind::kLayout : PrimitiveKind::kOpaque;
+  }
+  if (linear_ops().count(op)) return PrimitiveKind::kLinear;
+  if (composite_ops().count(op)) return PrimitiveKind::kOperator;
+  return PrimitiveKind::kOpaque;
+}
+
+std::map<std::string, int> primitive_counts(const Graph& g) {
+  std::map<std::string, int> counts;
+  for (const Node& n : g.nodes) counts[primitive_kind_name(primitive_kind(g, n))]++;
+  return counts;
+}
+
+}  // namespace korch

@@ -1,0 +1,40 @@
+// Primitive kinds (operator fission, Korch paper section 3).
+//
+// Primitives are ONNX operators with one parallelism and access pattern each, living in the same
+// Graph IR as operators (as in the paper): the interpreter, the text form, the verifier and the
+// ONNX writer work on primitive graphs unchanged, and onnxruntime can run a primitive graph.
+// What makes a node a primitive is its op type plus a shape condition:
+//
+//   elementwise  unary/binary/ternary math whose non-scalar operands all have the output shape
+//                (scalar constants are part of the expression, not operands to broadcast);
+//                activations (Gelu, HardSwish, Mish, ...) stay single elementwise expressions
+//   broadcast    Expand
+//   reduce       ReduceSum/Mean/Max/Min/Prod along axes; ArgMax/ArgMin. Windowed reductions
+//                (MaxPool, AveragePool, LpPool) are reduce primitives with a window: their
+//                parallelism (one output per window) and access pattern (a strided window) are
+//                those of a reduction, and splitting them into window-gather + reduce would
+//                materialise k^2 copies of the input for no kernel that could use it
+//   layout       index remapping only: Reshape, Transpose, Slice, Concat, Split, Pad, Gather with
+//                constant indices, DepthToSpace, SpaceToDepth, Tile, Identity, ...
+//   linear       MatMul, Conv, ConvTranspose, Einsum: linear in each input, go to a library
+//   opaque       everything else (TopK, NonMaxSuppression, LSTM, GridSample...): kept whole
+//
+// A node that is none of these (Softmax, LayerNormalization, Gemm, an Add with implicit
+// broadcasting...) is an operator that fission must split.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace korch {
+
+enum class PrimitiveKind { kElementwise, kBroadcast, kReduce, kLayout, kLinear, kOpaque, kOperator };
+
+const char* primitive_kind_name(PrimitiveKind k);
+PrimitiveKind primitive_kind(const Graph& g, const Node& n);
+// Counts by kind name over all nodes.
+std::map<std::string, int> primitive_counts(const Graph& g);
+
+}  // namespace korch

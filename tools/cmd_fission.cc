@@ -1,0 +1,53 @@
+// korch fission MODEL.onnx -o PRIM.onnx: operator fission. Writes the primitive graph as a
+// standard ONNX model (primitives are ONNX operators), so onnxruntime can run it, and prints the
+// primitive counts by kind and the operators kept whole.
+#include "commands.h"
+#include "fission/fission.h"
+#include "frontend/onnx_writer.h"
+#include "ir/primitive.h"
+#include "ir/text_format.h"
+#include "support/dump.h"
+
+namespace korch::cli {
+
+Graph fission_with_report(const Graph& g, bool print) {
+  FissionReport rep;
+  Graph p = fission(g, &rep);
+  if (!dump_dir().empty()) {
+    PrintOptions po;
+    po.max_constant_elements = 64;
+    dump_stage("fission", print_graph(p, po));
+  }
+  if (print) {
+    fmt::print("fission    {} operators -> {} primitives (", rep.operators_in, rep.primitives_out);
+    bool first = true;
+    for (const auto& [kind, n] : primitive_counts(p)) {
+      fmt::print("{}{} {}", first ? "" : ", ", n, kind);
+      first = false;
+    }
+    fmt::print(")\n");
+    if (!rep.kept_opaque.empty()) {
+      fmt::print("           operators without a fission rule, kept whole:");
+      for (const auto& [op, n] : rep.kept_opaque) fmt::print(" {}x{}", n, op);
+      fmt::print("\n");
+    }
+  }
+  return p;
+}
+
+Command add_fission(CLI::App& app) {
+  struct Opts { std::string model, out; LoadFlags load; };
+  auto o = std::make_shared<Opts>();
+  app.add_option("model", o->model, "ONNX model file")->required();
+  app.add_option("-o,--output", o->out, "Output .onnx file for the primitive graph")->required();
+  o->load.add_to(app);
+  return [o]() {
+    Graph g = load_onnx(o->model, o->load.options());
+    Graph p = fission_with_report(g, true);
+    save_onnx(p, o->out);
+    fmt::print("wrote {}\n", o->out);
+    return 0;
+  };
+}
+
+}  // namespace korch::cli
