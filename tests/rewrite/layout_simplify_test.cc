@@ -69,6 +69,17 @@ TEST(RewriteLayout, TransposeChainComposes) {
   EXPECT_EQ(r.nodes[0].inputs[0], r.inputs[0]);
 }
 
+TEST(RewriteLayout, TransposePairComposesInOrder) {
+  // perm(Transpose(Transpose(x, p1), p2))[i] = p1[p2[i]]; here p2∘p1 would give another shape.
+  GraphBuilder b;
+  ValueId x = b.input({2, 3, 4, 5});
+  ValueId t1 = b.op("Transpose", {x}, attrs_perm({1, 2, 3, 0}));  // [3,4,5,2]
+  b.output(b.op("Transpose", {t1}, attrs_perm({0, 2, 1, 3})));     // [3,5,4,2]
+  Graph r = expect_rewrite_equivalent(b.g, merge_transposes);
+  ASSERT_EQ(op_list(r), (Ops{"Transpose"}));
+  EXPECT_EQ(r.nodes[0].attrs.get_ints("perm"), (std::vector<int64_t>{1, 3, 2, 0}));
+}
+
 TEST(RewriteLayout, SharedTransposeStaysForItsOtherUser) {
   GraphBuilder b;
   ValueId x = b.input({2, 3});
