@@ -1,0 +1,51 @@
+#include "rewrite/rewrite.h"
+
+namespace korch {
+
+const std::vector<RewritePass>& simplification_passes() {
+  static const std::vector<RewritePass> passes = {
+      {"normalize_reshapes", normalize_reshapes},
+      {"remove_noop_layout", remove_noop_layout},
+      {"merge_transposes", merge_transposes},
+      {"merge_reshapes", merge_reshapes},
+      {"slice_of_concat", slice_of_concat},
+      {"remove_identities", remove_identities},
+      {"remove_neutral_elements", remove_neutral_elements},
+      {"remove_double_negation", remove_double_negation},
+      {"fold_constants", fold_constants},
+      {"eliminate_common_subexpressions", eliminate_common_subexpressions},
+      {"fold_scale_into_linear", fold_scale_into_linear},
+  };
+  return passes;
+}
+
+void simplify(Graph& g, const SimplifyOptions& options, SimplifyReport* report) {
+  SimplifyReport rep;
+  rep.nodes_before = static_cast<int>(g.nodes.size());
+  for (rep.iterations = 0; rep.iterations < options.max_iterations;) {
+    ++rep.iterations;
+    bool changed = false;
+    for (const RewritePass& p : simplification_passes()) {
+      if (!p.run(g)) continue;
+      changed = true;
+      rep.changed_by[p.name]++;
+      g.remove_dead_code();
+      if (options.verify) {
+        try {
+          verify_graph(g, true);
+        } catch (const Error& e) {
+          rethrow_with_context(e, "rewrite pass " + p.name);
+        }
+      }
+    }
+    if (!changed) {
+      rep.fixed_point = true;
+      break;
+    }
+  }
+  g.remove_dead_code();
+  rep.nodes_after = static_cast<int>(g.nodes.size());
+  if (report) *report = rep;
+}
+
+}  // namespace korch
