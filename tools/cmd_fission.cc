@@ -1,34 +1,28 @@
-// korch fission MODEL.onnx -o PRIM.onnx: operator fission. Writes the primitive graph as a
-// standard ONNX model (primitives are ONNX operators), so onnxruntime can run it, and prints the
-// primitive counts by kind and the operators kept whole.
+// korch fission MODEL.onnx -o PRIM.onnx: operator fission followed by the never-losing rewrites.
+// Writes the primitive graph as a standard ONNX model (primitives are ONNX operators), so
+// onnxruntime can run it, and prints the primitive counts by kind and the operators kept whole.
 #include "commands.h"
-#include "fission/fission.h"
+#include "pipeline/pipeline.h"
 #include "frontend/onnx_writer.h"
 #include "ir/primitive.h"
-#include "ir/text_format.h"
-#include "support/dump.h"
 
 namespace korch::cli {
 
 Graph fission_with_report(const Graph& g, bool print) {
-  FissionReport rep;
-  Graph p = fission(g, &rep);
-  if (!dump_dir().empty()) {
-    PrintOptions po;
-    po.max_constant_elements = 64;
-    dump_stage("fission", print_graph(p, po));
-  }
+  PrimitiveReport rep;
+  Graph p = lower_to_primitives(g, &rep);
   if (print) {
-    fmt::print("fission    {} operators -> {} primitives (", rep.operators_in, rep.primitives_out);
+    fmt::print("fission    {} operators -> {} primitives; rewrites -> {} (", rep.fission.operators_in,
+               rep.fission.primitives_out, rep.simplify.nodes_after);
     bool first = true;
     for (const auto& [kind, n] : primitive_counts(p)) {
       fmt::print("{}{} {}", first ? "" : ", ", n, kind);
       first = false;
     }
     fmt::print(")\n");
-    if (!rep.kept_opaque.empty()) {
+    if (!rep.fission.kept_opaque.empty()) {
       fmt::print("           operators without a fission rule, kept whole:");
-      for (const auto& [op, n] : rep.kept_opaque) fmt::print(" {}x{}", n, op);
+      for (const auto& [op, n] : rep.fission.kept_opaque) fmt::print(" {}x{}", n, op);
       fmt::print("\n");
     }
   }
