@@ -82,7 +82,11 @@ PrimitiveKind primitive_kind(const Graph& g, const Node& n) {
     bool const_indices = n.inputs.size() > 1 && n.inputs[1] != kNoValue && g.value(n.inputs[1]).is_constant();
     return const_indices ? PrimitiveKind::kLayout : PrimitiveKind::kOpaque;
   }
-  if (linear_ops().count(op)) return PrimitiveKind::kLinear;
+  if (linear_ops().count(op)) {
+    // A bias makes Conv/ConvTranspose affine, not linear: fission splits off the bias Add.
+    bool bias = (op == "Conv" || op == "ConvTranspose") && n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+    return bias ? PrimitiveKind::kOperator : PrimitiveKind::kLinear;
+  }
   if (composite_ops().count(op)) return PrimitiveKind::kOperator;
   return PrimitiveKind::kOpaque;
 }
