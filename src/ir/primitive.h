@@ -16,7 +16,8 @@
 //                materialise k^2 copies of the input for no kernel that could use it
 //   layout       index remapping only: Reshape, Transpose, Slice, Concat, Split, Pad, Gather with
 //                constant indices, DepthToSpace, SpaceToDepth, Tile, Identity, ...
-//   linear       MatMul, Conv, ConvTranspose, Einsum: linear in each input, go to a library
+//   linear       MatMul, Conv and ConvTranspose without a bias, Einsum: linear in each input, go
+//                to a library (a Conv with a bias is affine: fission splits off the bias Add)
 //   opaque       everything else (TopK, NonMaxSuppression, LSTM, GridSample...): kept whole
 //
 // A node that is none of these (Softmax, LayerNormalization, Gemm, an Add with implicit
