@@ -56,7 +56,12 @@ Command add_inspect(CLI::App& app) {
       return 0;
     }
     print_model_summary(g, o->model);
-    fission_with_report(g, true);
+    try {
+      fission_with_report(g, true);
+    } catch (const Error& e) {
+      // The model itself loaded fine; report the fission problem without hiding the summary.
+      fmt::print("fission    failed: {}\n", e.what());
+    }
     if (o->all_tensors) {
       fmt::print("tensors\n");
       for (const Node& n : g.nodes)

@@ -65,7 +65,13 @@ ValueId FissionBuilder::broadcast_to(ValueId v, const Shape& shape) {
   const Value& val = g_.value(v);
   if (val.type.shape == shape) return v;
   if (val.is_constant() && val.type.numel() == 1) return v;
-  return add1("Expand", {v, int_list(shape)});
+  if (g_.opset >= 8) return add1("Expand", {v, int_list(shape)});
+  // Opset 7 has no Expand: Reshape to the output rank, then Tile (a layout primitive).
+  Shape s(shape.size() - val.type.shape.size(), 1);
+  s.insert(s.end(), val.type.shape.begin(), val.type.shape.end());
+  std::vector<int64_t> reps;
+  for (size_t i = 0; i < shape.size(); ++i) reps.push_back(s[i] == shape[i] ? 1 : shape[i]);
+  return add1("Tile", {reshape(v, s), int_list(reps)});
 }
 
 ValueId FissionBuilder::elementwise(const std::string& op, const std::vector<ValueId>& inputs, Attributes attrs) {

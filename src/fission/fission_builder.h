@@ -31,8 +31,9 @@ class FissionBuilder {
   ValueId scalar(double v, DType dt);
   ValueId int_list(const std::vector<int64_t>& v);  // 1-D i64 constant (shapes, axes)
 
-  // `v` broadcast to `shape` with an explicit Expand (returned unchanged when it already has that
-  // shape, or when it is a scalar constant, which elementwise primitives take as is).
+  // `v` broadcast to `shape` with an explicit Expand (Reshape + Tile at opset 7, which has no
+  // Expand); returned unchanged when it already has that shape, or when it is a scalar constant,
+  // which elementwise primitives take as is.
   ValueId broadcast_to(ValueId v, const Shape& shape);
   // Elementwise `op` over `inputs` with numpy broadcasting made explicit.
   ValueId elementwise(const std::string& op, const std::vector<ValueId>& inputs, Attributes attrs = {});

@@ -2,7 +2,7 @@
 // InstanceNormalization, GroupNormalization, BatchNormalization, LpNormalization,
 // MeanVarianceNormalization and LRN. Every statistic is a keepdims reduce primitive; every use of
 // a statistic against the full tensor goes through an explicit Expand (FissionBuilder::elementwise;
-// before opset 8, which has no Expand, a Reshape + Tile).
+// before opset 8, which has no Expand, a Reshape + Tile: see FissionBuilder::broadcast_to).
 //
 // What each rule produces (x: f32[2,3,4]; "E(v)" is an Expand of v to the shape of x):
 //
@@ -88,28 +88,8 @@ ValueId cast_to(FissionBuilder& b, ValueId x, DType dt) {
   return b.add1("Cast", {x}, std::move(a));
 }
 
-// `v` broadcast to `out` before opset 8, which has no Expand: Reshape to the output rank, then
-// Tile (a layout primitive) along the broadcast dims. Scalar constants stay in the expression.
-ValueId tile_to(FissionBuilder& b, ValueId v, const Shape& out) {
-  const TensorType t = b.type(v);
-  if (t.shape == out || (b.constant_value(v) && t.numel() == 1)) return v;
-  Shape s(out.size() - t.shape.size(), 1);
-  s.insert(s.end(), t.shape.begin(), t.shape.end());
-  std::vector<int64_t> reps;
-  for (size_t i = 0; i < out.size(); ++i) reps.push_back(s[i] == out[i] ? 1 : out[i]);
-  return b.add1("Tile", {b.reshape(v, s), b.int_list(reps)});
-}
-
-// Elementwise op with numpy broadcasting made explicit: Expand (FissionBuilder::elementwise), or
-// Reshape + Tile before opset 8. Local helper: the shared builder always emits Expand.
-ValueId ew(FissionBuilder& b, const std::string& op, const Ids& ins) {
-  if (b.opset() >= 8) return b.elementwise(op, ins);
-  Shape out;
-  for (ValueId v : ins) out = broadcast_shapes(out, b.type(v).shape);
-  Ids xs;
-  for (ValueId v : ins) xs.push_back(tile_to(b, v, out));
-  return b.add1(op, xs);
-}
+// Elementwise op with numpy broadcasting made explicit (Expand, or Reshape + Tile before opset 8).
+ValueId ew(FissionBuilder& b, const std::string& op, const Ids& ins) { return b.elementwise(op, ins); }
 
 // Two-pass statistics over `axes` (keepdims): mean, centered x and (optionally) 1/sqrt(var + eps).
 struct Moments {

@@ -33,6 +33,13 @@ TEST(FissionElementwise, WhereBroadcastsAllThree) {
   EXPECT_EQ(count_op(p, "Expand"), 2);
 }
 
+TEST(FissionElementwise, Opset7BroadcastsWithTile) {
+  Graph g = single_op_graph("Add", {in({2, 3, 4}), in({3, 1})}, {}, /*opset=*/7);
+  Graph p = expect_fission_equivalent(g);
+  EXPECT_EQ(count_op(p, "Expand"), 0);
+  EXPECT_EQ(count_op(p, "Tile"), 1);
+}
+
 TEST(FissionElementwise, OutputNamesArePreserved) {
   Graph g = single_op_graph("Add", {in({2, 3}), in({3})});
   Graph p = fission(g);
