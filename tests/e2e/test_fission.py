@@ -77,3 +77,14 @@ def test_fission_preserves_function(name):
 @pytest.mark.parametrize("name", SLOW)
 def test_fission_preserves_function_slow(name):
     _check(name)
+
+
+def _extra_param(name):
+    spec = export_models.MODELS[name]
+    marks = [pytest.mark.extra] + ([pytest.mark.slow] if spec.slow else [])
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", [_extra_param(n) for n in export_models.EXTRA])
+def test_fission_preserves_function_extra(name):
+    _check(name)
