@@ -14,7 +14,7 @@
 //   fail          anything else: wrong numbers, an invalid-model error, a crash, a timeout
 // Exit status is non-zero iff some case fails.
 //
-// Usage: korch_conformance NODE_DIR [--expect FILE] [--filter SUBSTR] [--verbose] [--timeout S]
+// Usage: korch_conformance NODE_DIR [--expect FILE] [--filter SUBSTR] [--verbose] [--timeout S] [--fission]
 //        korch_conformance --light LIGHT_DIR
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,11 +31,16 @@
 #include "frontend/onnx_loader.h"
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
+#include "pipeline/pipeline.h"
 
 namespace fs = std::filesystem;
 using namespace korch;
 
 namespace {
+
+// --fission: every case is also lowered to primitives (fission + rewrites) before it runs, so the
+// official test data checks every operator's fission rule.
+bool g_fission = false;
 
 enum class Outcome { kPass = 0, kNoOp = 1, kOutOfScope = 2, kFail = 3, kPassFrozen = 4, kPassRestamped = 5 };
 
@@ -93,6 +98,7 @@ Result run_case(const fs::path& dir, bool freeze_inputs, int assume_opset) {
       for (size_t i = 0; i < files.size() && i < names.size(); ++i) lo.frozen_inputs[names[i]] = load_onnx_tensor(files[i]);
     }
     Graph g = load_onnx((dir / "model.onnx").string(), lo);
+    if (g_fission) g = lower_to_primitives(g);
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
@@ -264,6 +270,7 @@ int main(int argc, char** argv) {
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--timeout" && i + 1 < argc) timeout_s = std::stoi(argv[++i]);
     else if (a == "--verbose") verbose = true;
+    else if (a == "--fission") g_fission = true;
     else { fmt::print(stderr, "unknown argument {}\n", a); return 2; }
   }
   if (!fs::is_directory(root)) {
@@ -317,7 +324,8 @@ int main(int argc, char** argv) {
     for (const auto& [n, d] : failures) fmt::print("  {}: {}\n", n, d);
   }
   int supported = counts[0] + counts[2] + counts[3] + counts[4] + counts[5];
-  fmt::print("\nONNX backend node tests in {}: {} cases in {:.1f} s\n", root.string(), cases.size(), secs);
+  fmt::print("\nONNX backend node tests in {}{}: {} cases in {:.1f} s\n", root.string(),
+             g_fission ? " (lowered to primitives: fission + rewrites)" : "", cases.size(), secs);
   fmt::print("  cases with only supported ops: {}\n", supported);
   fmt::print("    passed:         {}\n", counts[0]);
   fmt::print("    passed with shape inputs frozen to constants: {}\n", counts[4]);

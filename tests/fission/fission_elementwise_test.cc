@@ -40,6 +40,19 @@ TEST(FissionElementwise, Opset7BroadcastsWithTile) {
   EXPECT_EQ(count_op(p, "Tile"), 1);
 }
 
+TEST(FissionElementwise, ClipWithRuntimeBoundsBecomesMaxMin) {
+  Graph g = single_op_graph("Clip", {in({3, 4}), in({}), in({})}, {}, 13);
+  Graph p = expect_fission_equivalent(g);
+  EXPECT_EQ(count_op(p, "Clip"), 0);
+  EXPECT_EQ(count_op(p, "Max"), 1);
+  EXPECT_EQ(count_op(p, "Min"), 1);
+  // Only a lower bound.
+  expect_fission_equivalent(single_op_graph("Clip", {in({5}), in({}), absent()}, {}, 13));
+  // Constant scalar bounds keep the single Clip primitive.
+  Graph c = single_op_graph("Clip", {in({3, 4}), cst(Tensor::scalar<float>(-0.5f)), cst(Tensor::scalar<float>(0.5f))});
+  EXPECT_EQ(count_op(expect_fission_equivalent(c), "Clip"), 1);
+}
+
 TEST(FissionElementwise, OutputNamesArePreserved) {
   Graph g = single_op_graph("Add", {in({2, 3}), in({3})});
   Graph p = fission(g);
