@@ -18,7 +18,10 @@ Graph lower_to_primitives(const Graph& g, PrimitiveReport* report) {
   PrimitiveReport rep;
   Graph p = fission(g, &rep.fission);
   dump("fission", p);
-  simplify(p, SimplifyOptions{}, &rep.simplify);
+  SimplifyOptions so;
+  if (!dump_dir().empty())
+    so.after_pass = [](const std::string& pass, const Graph& g) { dump(("rewrite_" + pass).c_str(), g); };
+  simplify(p, so, &rep.simplify);
   dump("rewrite", p);
   if (report) *report = rep;
   return p;

@@ -37,6 +37,7 @@ void simplify(Graph& g, const SimplifyOptions& options, SimplifyReport* report) 
           rethrow_with_context(e, "rewrite pass " + p.name);
         }
       }
+      if (options.after_pass) options.after_pass(p.name, g);
     }
     if (!changed) {
       rep.fixed_point = true;

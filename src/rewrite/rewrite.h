@@ -50,6 +50,8 @@ struct SimplifyOptions {
 #else
   bool verify = true;
 #endif
+  // Called after every pass that changed the graph (KORCH_DUMP writes the graph there).
+  std::function<void(const std::string& pass, const Graph& g)> after_pass;
 };
 
 struct SimplifyReport {
