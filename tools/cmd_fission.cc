@@ -2,7 +2,9 @@
 // Writes the primitive graph as a standard ONNX model (primitives are ONNX operators), so
 // onnxruntime can run it, and prints the primitive counts by kind and the operators kept whole.
 #include "commands.h"
+#include "ir/graph_stats.h"
 #include "pipeline/pipeline.h"
+#include "support/strings.h"
 #include "frontend/onnx_writer.h"
 #include "ir/primitive.h"
 
@@ -20,6 +22,9 @@ Graph fission_with_report(const Graph& g, bool print) {
       first = false;
     }
     fmt::print(")\n");
+    GraphStats ps = graph_stats(p);
+    fmt::print("           primitive graph: {} FLOPs, {} read, {} written (one kernel per primitive)\n",
+               human_count(ps.flops), human_bytes(ps.bytes_read), human_bytes(ps.bytes_written));
     if (!rep.fission.kept_opaque.empty()) {
       fmt::print("           operators without a fission rule, kept whole:");
       for (const auto& [op, n] : rep.fission.kept_opaque) fmt::print(" {}x{}", n, op);

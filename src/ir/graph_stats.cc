@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "ir/primitive.h"
+
 namespace korch {
 
 namespace {
@@ -35,12 +37,30 @@ NodeStats node_stats(const Graph& g, const Node& n) {
     int64_t kdim = a.shape.empty() ? 1 : a.shape.back();
     if (op == "Gemm" && n.attrs.get_int("transA", 0)) kdim = a.shape[0];
     s.flops = 2.0 * out_elems * static_cast<double>(kdim);
+  } else if (op == "Einsum") {
+    // One multiply-add per point of the full index space (every distinct label's extent).
+    std::string eq = n.attrs.get_string("equation", "");
+    std::map<char, int64_t> extent;
+    size_t operand = 0, axis = 0;
+    for (size_t i = 0; i < eq.size() && eq.compare(i, 2, "->") != 0; ++i) {
+      char c = eq[i];
+      if (c == ',') { ++operand; axis = 0; continue; }
+      if (c == '.' || c == ' ') continue;  // ellipsis dims: counted through the output size below
+      if (operand < n.inputs.size() && axis < g.type(n.inputs[operand]).shape.size())
+        extent[c] = g.type(n.inputs[operand]).shape[axis];
+      ++axis;
+    }
+    double points = 1;
+    for (const auto& [c, e] : extent) points *= static_cast<double>(e);
+    s.flops = 2.0 * std::max(points, out_elems);
   } else {
-    // Elementwise-like default: one op per output element, or per input element for reductions.
+    PrimitiveKind kind = primitive_kind(g, n);
     double in_elems = 0;
     for (ValueId v : n.inputs)
       if (v != kNoValue) in_elems = std::max(in_elems, static_cast<double>(g.type(v).numel()));
-    s.flops = std::max(out_elems, in_elems);
+    if (kind == PrimitiveKind::kLayout || kind == PrimitiveKind::kBroadcast) s.flops = 0;  // data movement only
+    else if (kind == PrimitiveKind::kReduce) s.flops = in_elems;                            // one op per input
+    else s.flops = std::max(out_elems, in_elems);  // elementwise: one per output; operators: a rough bound
   }
   return s;
 }

@@ -9,6 +9,9 @@
 
 namespace korch {
 
+// Per node: bytes of every input and output, and FLOPs by primitive kind — linear: 2 x MACs;
+// elementwise: one per output element; reduce: one per input element; layout and broadcast: 0
+// (data movement). Operators not yet split into primitives get a rough bound.
 struct NodeStats {
   double flops = 0;          // multiply-adds count as 2
   double bytes_read = 0;     // all inputs, constants included
