@@ -168,6 +168,15 @@ TEST(RewriteFoldIntoLinear, ScaleThroughBiasAdd) {
   }
 }
 
+TEST(RewriteFoldIntoLinear, ScaleThroughBiasAddScalesAConvBiasInput) {
+  GraphBuilder b;
+  ValueId conv = b.op("Conv", {b.input({1, 2, 4, 4}), b.random({3, 2, 1, 1}, 1), b.random({3}, 2)});
+  ValueId a = b.op("Add", {b.op("Expand", {b.random({3, 1, 1}, 3), b.ints({1, 3, 4, 4})}), conv});  // bias on the left
+  b.output(b.op("Mul", {a, b.op("Expand", {b.random({1, 3, 1, 1}, 4), b.ints({1, 3, 4, 4})})}));
+  Graph r = expect_rewrite_equivalent(b.g, fold_scale_into_linear, true, 1e-5);
+  EXPECT_EQ(op_list(r), (Ops{"Conv", "Expand", "Add"}));
+}
+
 TEST(RewriteFoldIntoLinear, TwoBiasAddsMerge) {
   for (bool conv : {true, false}) {
     BiasChain m(conv, false, true);
