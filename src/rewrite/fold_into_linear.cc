@@ -1,16 +1,33 @@
-// Folding a constant per-output-channel scale into the weights of the linear primitive before it
-// (see rewrite.h). Removes one elementwise primitive; the linear primitive costs the same.
-// After fission a linear primitive has no bias, so BatchNormalization after a Conv becomes
-//   y = Conv(x, W);  z = Mul(y, Expand(s[1,M,1,1]));  o = Add(z, Expand(b[1,M,1,1]))
-// and this pass turns it into
-//   y = Conv(x, W');  o = Add(y, Expand(b[1,M,1,1]))      with W'[m,...] = W[m,...] * s[m]
-// (the bias Add stays: it is a separate primitive). Likewise for MatMul with a constant right
-// operand and a scale broadcast along the last axis:
-//   z = Mul(MatMul(a, B[K,N]), s[N])  ->  MatMul(a, B')      with B'[k,n] = B[k,n] * s[n]
-// Conditions: the weights (and a Conv bias input, when present) are constant f32/f64, the scale is
-// a constant (or an Expand of one) varying at most along the output-channel axis, and the linear
-// output has no other user (nor is a graph output). Exact in real arithmetic; the fp result
-// differs by rounding (the product W*s is rounded once, where Mul(y, s) rounded y*s).
+// Folding constant per-output-channel scales and shifts into the linear primitive before them
+// (see rewrite.h). Every rule removes one elementwise primitive (and its Expand); the linear
+// primitive costs the same, so the rules never lose.
+//
+// After fission a linear primitive has no bias: a Conv with a bias becomes
+//   y = Conv(x, W);  o = Add(y, E(b[1,M,1,1]))              (E: an Expand to y's shape)
+// and a BatchNormalization with constant parameters becomes Mul(x, E(s)) then Add(E(c)), so
+// Conv(bias) + BatchNormalization is, after fission,
+//   y = Conv(x, W);  a = Add(y, E(b));  z = Mul(a, E(s));  o = Add(z, E(c))
+// The rules below (one pass, fold_scale_into_linear, which simplify() runs to a fixed point):
+//   1. scale into the weights:   Mul(Conv(x, W), E(s))          -> Conv(x, W')
+//   2. scale through a bias Add: Mul(Add(Conv(x, W), E(b)), E(s)) -> Add(Conv(x, W'), E(b'))
+//   3. two bias Adds -> one:     Add(Add(Conv(x, W), E(b1)), E(b2)) -> Add(Conv(x, W), E(b1 + b2))
+// with W'[m,...] = W[m,...] * s[m] and b'[m] = b[m] * s[m]. The example above ends as
+//   y = Conv(x, W');  o = Add(y, E(b * s + c))
+// The same for MatMul with a constant right operand B[..., K, N] and a scale/shift varying along
+// the last axis (per column):  Mul(MatMul(a, B), s[N]) -> MatMul(a, B') with B'[k,n] = B[k,n]*s[n],
+// and the bias-Add forms likewise.
+// A Conv with a bias input (an operator graph) has that bias scaled too in rules 1 and 2.
+//
+// Conditions: the weights (and a Conv bias input, when present) are constant f32/f64 of the
+// output's type; scales and shifts are constants (or Expands of one) varying at most along the
+// output-channel axis (1 for Conv, the last for MatMul) with finite values; every value that is
+// rewritten (the linear output in rules 1-2, the bias Add's output in rules 2-3) has a single
+// consumer and is not a graph output; no broadcasting by the Mul/Add themselves beyond the
+// per-channel operand (their output has the linear output's type). New shifts are emitted as
+// E(const[1,..,M,..,1]) (rules 2-3 need Expand: opset >= 8). Exact in real arithmetic; the fp
+// result differs by rounding (W*s and b*s + c are rounded once).
+// One walk changes each linear node / bias Add at most once (uses are counted at the start of the
+// walk); chains (rule 2 then rule 3) complete over simplify()'s rounds.
 #include <cmath>
 
 #include "rewrite/rewrite.h"
@@ -48,58 +65,209 @@ bool float_weights(const Tensor* t) {
   return t && (t->dtype() == DType::kFloat32 || t->dtype() == DType::kFloat64);
 }
 
+// When the constant `t` (broadcast against an output of rank `rank`) has dims other than 1
+// besides `axis` but its values repeat along them (a broadcast that was folded into a constant):
+// its values along `axis` (one per index). nullopt otherwise.
+std::optional<std::vector<double>> repeated_along_axis(const Tensor& t, int64_t rank, int64_t axis) {
+  const int64_t offset = rank - t.rank(), a = axis - offset;
+  if (offset < 0 || t.numel() == 0 || t.numel() > (int64_t{1} << 24)) return std::nullopt;
+  const int64_t m = a >= 0 ? t.dim(a) : 1;
+  int64_t inner = 1;
+  for (int64_t d = a + 1; d < t.rank(); ++d) inner *= t.dim(d);
+  std::vector<double> vals(static_cast<size_t>(m));
+  for (int64_t c = 0; c < m; ++c) vals[static_cast<size_t>(c)] = t.get_as_double(c * inner);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double x = t.get_as_double(i), want = vals[static_cast<size_t>((i / inner) % m)];
+    if (!(x == want) && !(std::isnan(x) && std::isnan(want))) return std::nullopt;
+  }
+  return vals;
+}
+
+// Per-channel values of `v` along `axis` of an output of rank `rank`: a constant (or an Expand of
+// one) of the output's dtype, finite. nullopt otherwise.
+std::optional<std::vector<double>> channel_values(const Graph& g, ValueId v, DType dt, int64_t rank, int64_t axis) {
+  const Tensor* t = constant_through_expand(g, v);
+  if (!t || t->dtype() != dt) return std::nullopt;
+  std::optional<std::vector<double>> vals = values_along_axis(*t, rank, axis);
+  if (!vals) vals = repeated_along_axis(*t, rank, axis);
+  if (!all_finite(vals)) return std::nullopt;
+  return vals;
+}
+
+double at(const std::vector<double>& v, int64_t i) { return v.size() == 1 ? v[0] : v[static_cast<size_t>(i)]; }
+
+class Folder {
+ public:
+  explicit Folder(Graph& g) : g_(g), rw_(g), uses_(g), touched_(g.nodes.size(), 0) {}
+
+  bool run() {
+    for (size_t i = 0, end = g_.nodes.size(); i < end; ++i) {
+      Node& n = rw_.visit(i);
+      if (!n.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1 || n.outputs[0] == kNoValue) continue;
+      if (touched_[i]) continue;
+      if (n.op_type == "Mul") {
+        for (int j = 0; j < 2; ++j)
+          if (fold_mul(i, j)) break;
+      } else if (n.op_type == "Add") {
+        for (int j = 0; j < 2; ++j)
+          if (merge_adds(i, j)) break;
+      }
+    }
+    return rw_.finish();
+  }
+
+ private:
+  // The output-channel axis of `y` when it is produced by an untouched MatMul/Conv (default domain,
+  // one output) of rank-compatible shape; -1 otherwise.
+  int64_t linear_axis(ValueId y) const {
+    const NodeId pid = g_.value(y).producer;
+    if (pid < 0 || static_cast<size_t>(pid) >= touched_.size() || touched_[static_cast<size_t>(pid)]) return -1;
+    const Node& lin = g_.nodes[static_cast<size_t>(pid)];
+    if (!lin.domain.empty() || lin.outputs.size() != 1) return -1;
+    const int64_t rank = g_.type(y).rank();
+    if (lin.op_type == "Conv" && rank >= 3) return 1;
+    if (lin.op_type == "MatMul" && rank >= 1) return rank - 1;
+    return -1;
+  }
+
+  // Whether the linear producer of `y` (axis from linear_axis) has constant float weights of y's
+  // dtype that can be scaled per output channel.
+  bool scalable(ValueId y) const {
+    const Node& lin = g_.nodes[static_cast<size_t>(g_.value(y).producer)];
+    const Tensor* w = constant_of(g_, lin.inputs[1]);
+    if (!float_weights(w) || w->dtype() != g_.type(y).dtype) return false;
+    if (lin.op_type == "MatMul") return w->rank() >= 2;
+    const bool has_bias = lin.inputs.size() > 2 && lin.inputs[2] != kNoValue;
+    return !has_bias || float_weights(constant_of(g_, lin.inputs[2]));
+  }
+
+  // Multiplies the weights (and Conv bias input) of the producer of `y` by `sc` per channel.
+  void scale_weights(ValueId y, const std::vector<double>& sc) {
+    const NodeId pid = g_.value(y).producer;
+    const Node& lin = g_.nodes[static_cast<size_t>(pid)];
+    const std::string base = lin.name + "/scaled";
+    const Tensor& w = *constant_of(g_, lin.inputs[1]);
+    ValueId wv, bv = kNoValue;
+    if (lin.op_type == "MatMul") {
+      wv = rw_.add_constant(base + "_B", scale_along_axis(w, w.rank() - 1, sc));
+    } else {
+      wv = rw_.add_constant(base + "_W", scale_along_axis(w, 0, sc));
+      if (lin.inputs.size() > 2 && lin.inputs[2] != kNoValue)
+        bv = rw_.add_constant(base + "_B", scale_along_axis(*constant_of(g_, lin.inputs[2]), 0, sc));
+    }
+    Node& l = g_.nodes[static_cast<size_t>(pid)];
+    l.inputs[1] = wv;
+    if (bv != kNoValue) l.inputs[2] = bv;
+    touched_[static_cast<size_t>(pid)] = 1;
+  }
+
+  // E(c) with c[1,..,M,..,1] = vals (per channel along `axis`), expanded to `type`'s shape.
+  ValueId expanded_channels(const std::vector<double>& vals, const TensorType type, int64_t axis) {
+    Shape cs(type.shape.size(), 1);
+    cs[static_cast<size_t>(axis)] = type.shape[static_cast<size_t>(axis)];
+    Tensor c(type.dtype, cs);
+    dispatch_dtype<KORCH_FLOAT_TYPES>(type.dtype, "fold_scale_into_linear", [&](auto tag) {
+      using T = decltype(tag);
+      T* p = c.data<T>();
+      for (int64_t i = 0; i < c.numel(); ++i) p[i] = static_cast<T>(at(vals, i));
+    });
+    ValueId cv = rw_.add_constant("rewrite/bias", std::move(c));
+    if (cs == type.shape) return cv;
+    return rw_.append_node("Expand", {cv, rw_.int_list(type.shape)})[0];
+  }
+
+  // When `v` is the output of an untouched Add(lin, shift) (either order) with a single consumer,
+  // `lin` from a linear node and the shift per channel: the Add's node id, the slot of the shift,
+  // the shift values and the channel axis.
+  struct BiasAdd {
+    NodeId id;
+    int shift_slot;
+    std::vector<double> shift;
+    int64_t axis;
+  };
+  std::optional<BiasAdd> bias_add(ValueId v) const {
+    if (g_.opset < 8 || !has_single_consumer(g_, uses_, v)) return std::nullopt;
+    const NodeId aid = g_.value(v).producer;
+    if (aid < 0 || static_cast<size_t>(aid) >= touched_.size() || touched_[static_cast<size_t>(aid)]) return std::nullopt;
+    const Node& add = g_.nodes[static_cast<size_t>(aid)];
+    if (!add.domain.empty() || add.op_type != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1) return std::nullopt;
+    const TensorType& t = g_.type(v);
+    for (int k = 0; k < 2; ++k) {
+      const ValueId y = rw_.resolve(add.inputs[static_cast<size_t>(1 - k)]);
+      if (g_.type(y) != t) continue;
+      const int64_t axis = linear_axis(y);
+      if (axis < 0) continue;
+      auto b = channel_values(g_, rw_.resolve(add.inputs[static_cast<size_t>(k)]), t.dtype, t.rank(), axis);
+      if (b) return BiasAdd{aid, k, std::move(*b), axis};
+    }
+    return std::nullopt;
+  }
+
+  // Rules 1 and 2 at Mul node i with the scale in slot j.
+  bool fold_mul(size_t i, int j) {
+    const Node& n = g_.nodes[i];
+    const ValueId z = n.outputs[0];
+    const ValueId y = n.inputs[static_cast<size_t>(1 - j)];
+    const ValueId s = n.inputs[static_cast<size_t>(j)];
+    const TensorType t = g_.type(z);  // a copy: appending values reallocates
+    if (g_.type(y) != t) return false;
+    // Rule 1: Mul(lin, s).
+    if (const int64_t axis = linear_axis(y); axis >= 0) {
+      auto sc = channel_values(g_, s, t.dtype, t.rank(), axis);
+      if (!sc || !has_single_consumer(g_, uses_, y) || !scalable(y) || !rw_.can_replace(z, y)) return false;
+      scale_weights(y, *sc);
+      rw_.replace(z, y);
+      rw_.mark_changed();
+      return true;
+    }
+    // Rule 2: Mul(Add(lin, b), s).
+    std::optional<BiasAdd> ba = bias_add(y);
+    if (!ba) return false;
+    const ValueId lin = rw_.resolve(g_.nodes[static_cast<size_t>(ba->id)].inputs[static_cast<size_t>(1 - ba->shift_slot)]);
+    auto sc = channel_values(g_, s, t.dtype, t.rank(), ba->axis);
+    if (!sc || !has_single_consumer(g_, uses_, lin) || !scalable(lin) || !rw_.can_replace(z, y)) return false;
+    const int64_t m = t.shape[static_cast<size_t>(ba->axis)];
+    std::vector<double> b2(static_cast<size_t>(m));
+    for (int64_t c = 0; c < m; ++c) b2[static_cast<size_t>(c)] = at(ba->shift, c) * at(*sc, c);
+    scale_weights(lin, *sc);
+    const ValueId shift = expanded_channels(b2, t, ba->axis);  // invalidates node references
+    g_.nodes[static_cast<size_t>(ba->id)].inputs[static_cast<size_t>(ba->shift_slot)] = shift;
+    touched_[static_cast<size_t>(ba->id)] = 1;
+    rw_.replace(z, y);
+    rw_.mark_changed();
+    return true;
+  }
+
+  // Rule 3 at Add node i with the outer shift in slot j.
+  bool merge_adds(size_t i, int j) {
+    const Node& n = g_.nodes[i];
+    const ValueId z = n.outputs[0];
+    const ValueId y = n.inputs[static_cast<size_t>(1 - j)];
+    const TensorType t = g_.type(z);  // a copy: appending values reallocates
+    if (g_.type(y) != t) return false;
+    std::optional<BiasAdd> ba = bias_add(y);
+    if (!ba) return false;
+    auto c = channel_values(g_, n.inputs[static_cast<size_t>(j)], t.dtype, t.rank(), ba->axis);
+    if (!c || !rw_.can_replace(z, y)) return false;
+    const int64_t m = t.shape[static_cast<size_t>(ba->axis)];
+    std::vector<double> b2(static_cast<size_t>(m));
+    for (int64_t k = 0; k < m; ++k) b2[static_cast<size_t>(k)] = at(ba->shift, k) + at(*c, k);
+    const ValueId shift = expanded_channels(b2, t, ba->axis);  // invalidates node references
+    g_.nodes[static_cast<size_t>(ba->id)].inputs[static_cast<size_t>(ba->shift_slot)] = shift;
+    touched_[static_cast<size_t>(ba->id)] = 1;
+    rw_.replace(z, y);
+    rw_.mark_changed();
+    return true;
+  }
+
+  Graph& g_;
+  Rewriter rw_;
+  UseInfo uses_;
+  std::vector<char> touched_;  // nodes (linear, bias Add) changed in this walk
+};
+
 }  // namespace
 
-bool fold_scale_into_linear(Graph& g) {
-  Rewriter rw(g);
-  UseInfo uses(g);
-  std::vector<char> folded(g.nodes.size(), 0);  // linear nodes already changed in this walk
-  for (size_t i = 0, end = g.nodes.size(); i < end; ++i) {
-    Node& n = rw.visit(i);
-    if (!n.domain.empty() || n.op_type != "Mul" || n.inputs.size() != 2 || n.outputs[0] == kNoValue) continue;
-    const ValueId z = n.outputs[0];
-    const int64_t rank = g.type(z).rank();
-    for (int j = 0; j < 2; ++j) {
-      const ValueId y = n.inputs[static_cast<size_t>(1 - j)];
-      const Tensor* s = constant_through_expand(g, n.inputs[static_cast<size_t>(j)]);
-      if (!s || g.type(y) != g.type(z) || !has_single_consumer(g, uses, y)) continue;
-      const NodeId pid = g.value(y).producer;
-      if (pid < 0 || folded[static_cast<size_t>(pid)]) continue;
-      Node& lin = g.nodes[static_cast<size_t>(pid)];
-      if (!lin.domain.empty() || lin.outputs.size() != 1) continue;
-      if (lin.op_type == "Conv" && rank >= 3) {
-        const Tensor* w = constant_of(g, lin.inputs[1]);
-        const bool has_bias = lin.inputs.size() > 2 && lin.inputs[2] != kNoValue;
-        const Tensor* b = has_bias ? constant_of(g, lin.inputs[2]) : nullptr;
-        std::optional<std::vector<double>> sc = values_along_axis(*s, rank, 1);
-        if (!float_weights(w) || (has_bias && !b) || !all_finite(sc) || w->dtype() != g.type(y).dtype) continue;
-        if (!rw.can_replace(z, y)) continue;
-        Tensor w2 = scale_along_axis(*w, 0, *sc);
-        std::optional<Tensor> b2;
-        if (has_bias) b2 = scale_along_axis(*b, 0, *sc);
-        const std::string base = lin.name + "/scaled";
-        ValueId wv = rw.add_constant(base + "_W", std::move(w2));
-        ValueId bv = b2 ? rw.add_constant(base + "_B", std::move(*b2)) : kNoValue;
-        Node& l = g.nodes[static_cast<size_t>(pid)];
-        l.inputs[1] = wv;
-        if (bv != kNoValue) l.inputs[2] = bv;
-      } else if (lin.op_type == "MatMul") {
-        const Tensor* w = constant_of(g, lin.inputs[1]);
-        if (!float_weights(w) || w->rank() < 2 || w->dtype() != g.type(y).dtype) continue;
-        std::optional<std::vector<double>> sc = values_along_axis(*s, rank, rank - 1);
-        if (!all_finite(sc) || !rw.can_replace(z, y)) continue;
-        ValueId wv = rw.add_constant(lin.name + "/scaled_B", scale_along_axis(*w, w->rank() - 1, *sc));
-        g.nodes[static_cast<size_t>(pid)].inputs[1] = wv;
-      } else {
-        continue;
-      }
-      folded[static_cast<size_t>(pid)] = 1;
-      rw.replace(z, y);
-      rw.mark_changed();
-      break;
-    }
-  }
-  return rw.finish();
-}
+bool fold_scale_into_linear(Graph& g) { return Folder(g).run(); }
 
 }  // namespace korch

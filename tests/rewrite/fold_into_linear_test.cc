@@ -1,3 +1,6 @@
+#include <stdexcept>
+
+#include "rewrite/rewrite_util.h"
 #include "rewrite_test_util.h"
 
 namespace korch {
@@ -105,6 +108,179 @@ TEST(RewriteFoldIntoLinear, SimplifyFoldsAndCleansUp) {
   ConvBn m({1, 6, 1, 1});
   Graph r = expect_rewrite_equivalent(m.b.g, simplify_pass(), true, 1e-5);
   EXPECT_EQ(op_list(r), (Ops{"Conv", "Expand", "Add"}));
+}
+
+
+// --- shifts: a scale through a bias Add, two bias Adds merged (the Conv(bias) + BatchNorm shape) ---
+
+// Linear (Conv [2,6,5,5] or MatMul [2,5,6]) with constant weights -> Add(E(b)) -> Mul(E(s)) -> Add(E(c)).
+struct BiasChain {
+  GraphBuilder b;
+  ValueId lin, add1, mul, add2;
+  Shape out, ch;  // output shape, per-channel constant shape
+  BiasChain(bool conv, bool scale = true, bool shift = true) {
+    if (conv) {
+      Attributes ca;
+      ca.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+      lin = b.op("Conv", {b.input({2, 4, 5, 5}), b.random({6, 4, 3, 3}, 31)}, ca);
+      out = {2, 6, 5, 5};
+      ch = {1, 6, 1, 1};
+    } else {
+      lin = b.op("MatMul", {b.input({2, 5, 8}), b.random({8, 6}, 31)});
+      out = {2, 5, 6};
+      ch = {6};
+    }
+    add1 = b.op("Add", {lin, expand(32)});
+    ValueId v = add1;
+    if (scale) v = mul = b.op("Mul", {expand(33), v});  // scale on the left
+    if (shift) v = add2 = b.op("Add", {v, expand(34)});
+    b.output(v);
+  }
+  ValueId expand(uint64_t seed) { return b.op("Expand", {b.random(ch, seed), b.ints(out)}); }
+  const Tensor& constant(uint64_t k) const {  // the per-channel constants: 0 = b, 1 = s, 2 = c
+    int seen = 0;
+    for (const Node& n : b.g.nodes)
+      if (n.op_type == "Expand" && seen++ == static_cast<int>(k)) return *b.g.value(n.inputs[0]).constant;
+    throw std::runtime_error("no such constant");
+  }
+};
+
+// The shift constant feeding the single Add of `r` (through its Expand).
+const Tensor& final_shift(const Graph& r) {
+  for (const Node& n : r.nodes)
+    if (n.op_type == "Add")
+      for (ValueId v : n.inputs)
+        if (const Node* p = producer_of(r, v); p && p->op_type == "Expand") return *r.value(p->inputs[0]).constant;
+  throw std::runtime_error("no shift");
+}
+
+TEST(RewriteFoldIntoLinear, ScaleThroughBiasAdd) {
+  for (bool conv : {true, false}) {
+    BiasChain m(conv, true, false);
+    Graph r = expect_rewrite_equivalent(m.b.g, fold_scale_into_linear, true, 1e-5);
+    EXPECT_EQ(count_op(r, "Mul"), 0) << conv;
+    EXPECT_EQ(count_op(r, "Add"), 1);
+    EXPECT_EQ(count_op(r, conv ? "Conv" : "MatMul"), 1);
+    // b' = b * s
+    const Tensor& b2 = final_shift(r);
+    for (int64_t c : {0, 4})
+      EXPECT_EQ(b2.get_as_double(c), static_cast<float>(m.constant(0).get_as_double(c) * m.constant(1).get_as_double(c)));
+  }
+}
+
+TEST(RewriteFoldIntoLinear, ScaleThroughBiasAddScalesAConvBiasInput) {
+  GraphBuilder b;
+  ValueId conv = b.op("Conv", {b.input({1, 2, 4, 4}), b.random({3, 2, 1, 1}, 1), b.random({3}, 2)});
+  ValueId a = b.op("Add", {b.op("Expand", {b.random({3, 1, 1}, 3), b.ints({1, 3, 4, 4})}), conv});  // bias on the left
+  b.output(b.op("Mul", {a, b.op("Expand", {b.random({1, 3, 1, 1}, 4), b.ints({1, 3, 4, 4})})}));
+  Graph r = expect_rewrite_equivalent(b.g, fold_scale_into_linear, true, 1e-5);
+  EXPECT_EQ(op_list(r), (Ops{"Conv", "Expand", "Add"}));
+}
+
+TEST(RewriteFoldIntoLinear, TwoBiasAddsMerge) {
+  for (bool conv : {true, false}) {
+    BiasChain m(conv, false, true);
+    Graph r = expect_rewrite_equivalent(m.b.g, fold_scale_into_linear, true, 1e-5);
+    EXPECT_EQ(op_list(r), (Ops{conv ? "Conv" : "MatMul", "Expand", "Add"}));
+    const Tensor& b2 = final_shift(r);
+    EXPECT_EQ(b2.get_as_double(5), static_cast<float>(m.constant(0).get_as_double(5) + m.constant(1).get_as_double(5)));
+    // the weights are untouched
+    EXPECT_EQ(r.nodes[0].inputs[1], m.b.g.nodes[0].inputs[1]);
+  }
+}
+
+TEST(RewriteFoldIntoLinear, FullChainEndsAsLinearPlusOneBias) {
+  for (bool conv : {true, false}) {
+    BiasChain m(conv);
+    Graph r = expect_rewrite_equivalent(m.b.g, simplify_pass(), true, 1e-5);
+    EXPECT_EQ(op_list(r), (Ops{conv ? "Conv" : "MatMul", "Expand", "Add"}));
+    // bias' = b * s + c
+    const Tensor& b2 = final_shift(r);
+    for (int64_t c : {1, 3}) {
+      const float bs = static_cast<float>(m.constant(0).get_as_double(c) * m.constant(1).get_as_double(c));
+      EXPECT_EQ(b2.get_as_double(c), static_cast<float>(bs + m.constant(2).get_as_double(c)));
+    }
+  }
+}
+
+TEST(RewriteFoldIntoLinear, ShiftsNotFoldedWhenUnsafe) {
+  for (bool conv : {true, false}) {
+    {  // the bias Add's output has another user: neither the scale nor the shift moves
+      BiasChain m(conv);
+      m.b.output(m.b.op("Relu", {m.add1}));
+      Graph r = expect_rewrite_equivalent(m.b.g, fold_scale_into_linear, false);
+      EXPECT_EQ(count_op(r, "Add"), 2);
+      EXPECT_EQ(count_op(r, "Mul"), 1);
+    }
+    {  // the bias Add's output is a graph output
+      BiasChain m(conv, false, true);
+      m.b.output(m.add1);
+      expect_rewrite_equivalent(m.b.g, fold_scale_into_linear, false);
+    }
+    {  // the linear output has another user: the scale cannot go into the weights
+      BiasChain m(conv, true, false);
+      m.b.output(m.b.op("Relu", {m.lin}));
+      expect_rewrite_equivalent(m.b.g, fold_scale_into_linear, false);
+    }
+  }
+  {  // the shift varies along a spatial axis, not per channel
+    GraphBuilder b;
+    ValueId conv = b.op("Conv", {b.input({1, 2, 4, 4}), b.random({3, 2, 1, 1})});
+    ValueId a = b.op("Add", {conv, b.op("Expand", {b.random({3, 1, 1}), b.ints({1, 3, 4, 4})})});
+    b.output(b.op("Add", {a, b.op("Expand", {b.random({1, 4, 1}), b.ints({1, 3, 4, 4})})}));
+    expect_rewrite_equivalent(b.g, fold_scale_into_linear, false);
+  }
+  {  // MatMul: a per-row shift is not a per-column one
+    GraphBuilder b;
+    ValueId mm = b.op("MatMul", {b.input({5, 8}), b.random({8, 6})});
+    ValueId a = b.op("Add", {mm, b.op("Expand", {b.random({6}), b.ints({5, 6})})});
+    b.output(b.op("Mul", {a, b.op("Expand", {b.random({5, 1}), b.ints({5, 6})})}));
+    expect_rewrite_equivalent(b.g, fold_scale_into_linear, false);
+  }
+  {  // the bias Add is not after a linear primitive
+    GraphBuilder b;
+    ValueId r = b.op("Relu", {b.input({5, 6})});
+    ValueId a = b.op("Add", {r, b.op("Expand", {b.random({6}), b.ints({5, 6})})});
+    b.output(b.op("Add", {a, b.op("Expand", {b.random({6}), b.ints({5, 6})})}));
+    expect_rewrite_equivalent(b.g, fold_scale_into_linear, false);
+  }
+}
+
+// Conv(bias) + BatchNormalization as operators, fissioned, then simplified: one Conv and one bias Add.
+TEST(RewriteFoldIntoLinear, ConvBatchNormAfterFission) {
+  for (int opset : {9, 17}) {
+    GraphBuilder b(opset);
+    Attributes ca;
+    ca.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    ValueId conv = b.op("Conv", {b.input({2, 3, 6, 6}), b.random({4, 3, 3, 3}, 41), b.random({4}, 42)}, ca);
+    ValueId var = b.floats({0.5f, 1.5f, 2.f, 0.25f}, {4});
+    ValueId bn = b.op("BatchNormalization", {conv, b.random({4}, 43), b.random({4}, 44), b.random({4}, 45), var});
+    b.output(bn);
+    Graph p = fission(b.g);
+    EXPECT_EQ(count_op(p, "Mul"), 1);
+    EXPECT_EQ(count_op(p, "Add"), 2);
+    Graph r = expect_rewrite_equivalent(p, simplify_pass(), true, 1e-5);
+    EXPECT_EQ(op_list(r), (Ops{"Conv", "Expand", "Add"}));
+    EXPECT_EQ(r.nodes[0].inputs.size(), 2u);  // still bias-free: a linear primitive
+    // and against the operator graph
+    std::vector<Tensor> inputs = random_inputs(b.g, 3);
+    EXPECT_LE(rel_l2(interpret(r, inputs)[0], interpret(b.g, inputs)[0]), 1e-5);
+  }
+}
+
+TEST(RewriteFoldIntoLinear, MatMulBatchNormStyleAfterFission) {
+  // MatMul(x, B) + bias as an operator Add with broadcasting, then a broadcasting per-column Mul/Add.
+  // Fission folds these small broadcasts into full-size constants whose values repeat per column.
+  GraphBuilder b;
+  ValueId mm = b.op("MatMul", {b.input({3, 4, 8}), b.random({8, 5}, 51)});
+  ValueId a = b.op("Add", {mm, b.random({5}, 52)});
+  ValueId m = b.op("Mul", {a, b.random({5}, 53)});
+  b.output(b.op("Add", {b.random({1, 5}, 54), m}));
+  Graph p = fission(b.g);
+  Graph r = expect_rewrite_equivalent(p, simplify_pass(), true, 1e-5);
+  EXPECT_EQ(op_list(r), (Ops{"MatMul", "Expand", "Add"}));
+  std::vector<Tensor> inputs = random_inputs(b.g, 3);
+  EXPECT_LE(rel_l2(interpret(r, inputs)[0], interpret(b.g, inputs)[0]), 1e-5);
 }
 
 }  // namespace
