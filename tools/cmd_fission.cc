@@ -1,9 +1,12 @@
 // korch fission MODEL.onnx -o PRIM.onnx: operator fission followed by the never-losing rewrites.
 // Writes the primitive graph as a standard ONNX model (primitives are ONNX operators), so
 // onnxruntime can run it, and prints the primitive counts by kind and the operators kept whole.
+#include <algorithm>
+
 #include "commands.h"
 #include "ir/graph_stats.h"
 #include "pipeline/pipeline.h"
+#include "rewrite/alternatives.h"
 #include "support/strings.h"
 #include "frontend/onnx_writer.h"
 #include "ir/primitive.h"
@@ -25,6 +28,13 @@ Graph fission_with_report(const Graph& g, bool print) {
     GraphStats ps = graph_stats(p);
     fmt::print("           primitive graph: {} FLOPs, {} read, {} written (one kernel per primitive)\n",
                human_count(ps.flops), human_bytes(ps.bytes_read), human_bytes(ps.bytes_written));
+    std::map<std::string, int> alts;
+    for (const Alternative& a : find_alternatives(p)) alts[a.rule]++;
+    if (!alts.empty()) {
+      fmt::print("           rewrite alternatives for the orchestrator (not applied):");
+      for (const auto& [rule, n] : alts) fmt::print(" {}x{}", n, rule);
+      fmt::print("\n");
+    }
     if (!rep.fission.kept_opaque.empty()) {
       fmt::print("           operators without a fission rule, kept whole:");
       for (const auto& [op, n] : rep.fission.kept_opaque) fmt::print(" {}x{}", n, op);
@@ -35,14 +45,49 @@ Graph fission_with_report(const Graph& g, bool print) {
 }
 
 Command add_fission(CLI::App& app) {
-  struct Opts { std::string model, out; LoadFlags load; };
+  struct Opts { std::string model, out; LoadFlags load; std::vector<std::string> apply; };
   auto o = std::make_shared<Opts>();
   app.add_option("model", o->model, "ONNX model file")->required();
   app.add_option("-o,--output", o->out, "Output .onnx file for the primitive graph")->required();
   o->load.add_to(app);
+  app.add_option("--apply-alternative", o->apply,
+                 "Apply every alternative of this rewrite rule (repeatable; 'all'), for experiments and tests; "
+                 "the orchestrator normally chooses");
   return [o]() {
     Graph g = load_onnx(o->model, o->load.options());
     Graph p = fission_with_report(g, true);
+    if (!o->apply.empty()) {
+      // 'all' = every rule except scale_before_matmul, the inverse of scale_after_matmul (applying
+      // both would undo each other). Each rule is applied at most as many times as it had sites when
+      // its turn came: applying one site can expose another.
+      std::vector<std::string> rules;
+      for (const std::string& r : o->apply) {
+        if (r != "all") { rules.push_back(r); continue; }
+        for (const char* x : {"reduce_sum_as_matmul", "scale_after_matmul", "transpose_into_einsum", "transpose_of_matmul",
+                              "merge_matmuls"})
+          rules.push_back(x);
+      }
+      std::map<std::string, int> applied;
+      for (const std::string& rule : rules) {
+        auto sites = [&] {
+          std::vector<Alternative> alts = find_alternatives(p), mine;
+          for (Alternative& a : alts)
+            if (a.rule == rule) mine.push_back(std::move(a));
+          return mine;
+        };
+        size_t budget = sites().size();
+        for (size_t k = 0; k < budget; ++k) {
+          std::vector<Alternative> alts = sites();
+          if (alts.empty()) break;
+          alts.front().apply(p);
+          applied[rule]++;
+        }
+      }
+      verify_graph(p, true);
+      fmt::print("applied   ");
+      for (const auto& [rule, n] : applied) fmt::print(" {}x{}", n, rule);
+      fmt::print(" ({} primitives)\n", p.nodes.size());
+    }
     save_onnx(p, o->out);
     fmt::print("wrote {}\n", o->out);
     return 0;

@@ -1,4 +1,5 @@
 #include "rewrite/alternatives.h"
+#include "rewrite/merge_matmuls.h"
 
 #include "support/error.h"
 
@@ -53,6 +54,15 @@ std::vector<Alternative> find_alternatives(const Graph& g) {
     for (const AlternativeFamily& f : fams)
       if (std::optional<AltMatch> m = f.match(g, uses, static_cast<NodeId>(i)))
         out.push_back(make_alternative(g, f, static_cast<NodeId>(i), *m));
+  }
+  // MatMuls / Convs sharing an input, merged by concatenating their weights (merge_matmuls.h).
+  for (const MergeSite& site : find_matmul_merges(g)) {
+    Alternative a;
+    a.rule = "merge_matmuls";
+    a.nodes = site.matmuls;
+    a.description = fmt::format("{} MatMul/Conv nodes sharing an input -> one, then Split", site.matmuls.size());
+    a.apply = [site](Graph& h) { apply_matmul_merge(h, site); };
+    out.push_back(std::move(a));
   }
   return out;
 }

@@ -311,6 +311,9 @@ std::optional<AltMatch> match_transpose_into_einsum(const Graph& g, const UseInf
   if (ta < 0 && tb < 0) return std::nullopt;
   const ValueId a = ta >= 0 ? node_at(g, ta).inputs[0] : mm.inputs[0];
   const ValueId b = tb >= 0 ? node_at(g, tb).inputs[0] : mm.inputs[1];
+  // ONNX Einsum needs each ellipsis to stand for the same number of dims in every operand
+  // (onnxruntime rejects "..." of different ranks), so only equal-rank operands qualify.
+  if (g.type(a).rank() != g.type(b).rank()) return std::nullopt;
   const std::string eq = fmt::format("...{},...{}->...ik", ta >= 0 ? "ji" : "ij", tb >= 0 ? "kj" : "jk");
   AltMatch m;
   if (ta >= 0) m.nodes.push_back(ta);

@@ -22,7 +22,8 @@
 //   algebra_simplify.cc  x*1, x+0, x-0, x/1, x^1, Neg(Neg(x)), Identity removed; constant folding
 //                        (not growing); common-subexpression elimination (identical constants too)
 //   fold_into_linear.cc  a constant per-output-channel scale after Conv (constant weights) or
-//                        after MatMul (constant right operand) folded into the weights
+//                        after MatMul (constant right operand) folded into the weights, through a
+//                        bias Add (bias scaled too); two consecutive bias Adds merged into one
 #pragma once
 
 #include <functional>

@@ -43,14 +43,14 @@ def _rel(a, b):
     return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
 
 
-def _check(name):
+def _check(name, extra=()):
     korch = compare_with_ort.default_korch()
     assert korch.is_file(), f"korch binary missing: {korch}"
     model = export_models.export(name)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         prim = tmp / "prim.onnx"
-        r = subprocess.run([str(korch), "fission", str(model), "-o", str(prim)], capture_output=True, text=True)
+        r = subprocess.run([str(korch), "fission", str(model), "-o", str(prim), *extra], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         print(r.stdout)
         a = _korch_run(korch, model, tmp / "a")
@@ -88,3 +88,12 @@ def _extra_param(name):
 @pytest.mark.parametrize("name", [_extra_param(n) for n in export_models.EXTRA])
 def test_fission_preserves_function_extra(name):
     _check(name)
+
+
+# The rewrite alternatives (reduce-sum as MatMul, scales across MatMul, transposes into Einsum,
+# MatMul merges...) are the orchestrator's to choose; applying every one must keep the function too.
+@pytest.mark.parametrize("name", ["transformer_encoder", "text_encoder", pytest.param("segformer_b0", marks=pytest.mark.slow),
+                                  pytest.param("vit_b_16", marks=pytest.mark.slow),
+                                  pytest.param("googlenet", marks=pytest.mark.slow)])
+def test_alternatives_preserve_function(name):
+    _check(name, ("--apply-alternative", "all"))

@@ -267,13 +267,22 @@ TEST(AttentionRewrites, TransposedOperandsBecomeEinsumSubscripts) {
                  Case{true, true, "...ji,...kj->...ik"}}) {
     GraphBuilder b;
     ValueId a = c.ta ? b.op("Transpose", {b.input({2, 6, 4})}, attrs_perm({0, 2, 1})) : b.input({2, 4, 6});
-    ValueId bb = c.tb ? b.op("Transpose", {b.input({5, 6})}) : b.input({6, 5});  // default perm, rank 2
+    ValueId bb = c.tb ? b.op("Transpose", {b.input({2, 5, 6})}, attrs_perm({0, 2, 1})) : b.input({2, 6, 5});
     b.output(b.op("MatMul", {a, bb}));
     Graph r = apply_only(b.g, "transpose_into_einsum");
     ASSERT_EQ(op_list(r), (Ops{"Einsum"})) << c.eq;
     EXPECT_EQ(r.nodes[0].attrs.get_string("equation", ""), c.eq);
     EXPECT_EQ(r.nodes[0].inputs, r.inputs);
   }
+}
+
+// ONNX Einsum (and onnxruntime) require every "..." to cover the same number of dims, so a
+// MatMul broadcasting a rank-2 operand against a rank-3 one is not offered.
+TEST(AttentionRewrites, TransposeIntoEinsumNeedsEqualRanks) {
+  GraphBuilder b;
+  ValueId a = b.op("Transpose", {b.input({2, 6, 4})}, attrs_perm({0, 2, 1}));
+  b.output(b.op("MatMul", {a, b.input({6, 5})}));
+  for (const Alternative& alt : find_alternatives(b.g)) EXPECT_NE(alt.rule, "transpose_into_einsum");
 }
 
 TEST(AttentionRewrites, TransposeOfMatMulMovesOntoOperands) {
