@@ -24,6 +24,8 @@
 //   fold_into_linear.cc  a constant per-output-channel scale after Conv (constant weights) or
 //                        after MatMul (constant right operand) folded into the weights, through a
 //                        bias Add (bias scaled too); two consecutive bias Adds merged into one
+//   broadcast_sinking.cc an elementwise op over Expands of same-shaped sources computed on the
+//                        sources, then expanded once
 #pragma once
 
 #include <functional>
@@ -66,6 +68,9 @@ struct SimplifyReport {
 // each pass that changed something), then remove_dead_code. Throws korch::Error naming the pass
 // when verification fails.
 void simplify(Graph& g, const SimplifyOptions& options = {}, SimplifyReport* report = nullptr);
+
+// --- broadcast_sinking.cc ---
+bool sink_broadcasts(Graph& g);           // op(Expand(a), Expand(b)) -> Expand(op(a, b)), single-use Expands
 
 // --- layout_simplify.cc ---
 bool normalize_reshapes(Graph& g);        // Squeeze/Unsqueeze/Flatten, size-1-only Transpose -> Reshape
