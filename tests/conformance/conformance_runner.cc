@@ -26,10 +26,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "frontend/onnx_loader.h"
 #include "ir/interpreter.h"
+#include "ir/random.h"
 #include "ir/op_registry.h"
 #include "pipeline/pipeline.h"
 
@@ -39,7 +41,8 @@ using namespace korch;
 namespace {
 
 // --fission: every case is also lowered to primitives (fission + rewrites) before it runs, so the
-// official test data checks every operator's fission rule.
+// official test data checks every operator's fission rule; then operator graph and primitive graph
+// are compared on seeded random inputs too (fission_random_check).
 bool g_fission = false;
 
 enum class Outcome { kPass = 0, kNoOp = 1, kOutOfScope = 2, kFail = 3, kPassFrozen = 4, kPassRestamped = 5 };
@@ -84,6 +87,58 @@ std::string compare(const Tensor& got, const Tensor& want, double rtol, double a
                      first_bad, got.get_as_double(first_bad), want.get_as_double(first_bad), worst);
 }
 
+// Relative L2 distance between `got` and `want` over the elements where `want` is finite; the
+// positions of non-finite values must match. "" when within `tol`.
+std::string rel_l2_diff(const Tensor& got, const Tensor& want, double tol) {
+  if (got.type() != want.type()) return fmt::format("type {} != {}", type_str(got.type()), type_str(want.type()));
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = got.get_as_double(i), e = want.get_as_double(i);
+    if (!std::isfinite(e) || !std::isfinite(a)) {
+      bool same = (std::isnan(e) && std::isnan(a)) || a == e;
+      if (!same) return fmt::format("element {}: {} where the operator gives {}", i, a, e);
+      continue;
+    }
+    num += (a - e) * (a - e);
+    den += e * e;
+  }
+  double rel = den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+  return rel <= tol ? "" : fmt::format("relative L2 error {:.3g} > {:.0e}", rel, tol);
+}
+
+// --fission also checks the operator graph against its primitive graph on seeded random inputs:
+// float inputs replaced by U(-1, 1) and by U(-1000, 1000) (large magnitudes probe Softmax & the
+// norms for overflow), other inputs (indices, shapes, masks) kept from the test data.
+std::string fission_random_check(const Graph& op_graph, const Graph& prim, const fs::path& set) {
+  std::vector<Tensor> data;
+  for (const std::string& f : sorted_files(set, "input_")) data.push_back(load_onnx_tensor(f));
+  if (data.size() != op_graph.inputs.size()) return "";  // inputs frozen into constants
+  for (double scale : {1.0, 1000.0}) {
+    std::mt19937_64 rng(static_cast<uint64_t>(scale));
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : data) {
+      if (!is_float(t.dtype())) { inputs.push_back(t); continue; }
+      Tensor r = random_tensor(t.type(), rng);
+      Tensor scaled(r.type());
+      dispatch_dtype<float, double, Float16, BFloat16>(r.dtype(), "fission random check", [&](auto tag) {
+        using T = decltype(tag);
+        for (int64_t i = 0; i < r.numel(); ++i)
+          scaled.data<T>()[i] = T(static_cast<float>(static_cast<double>(static_cast<float>(r.data<T>()[i])) * scale));
+      });
+      inputs.push_back(scaled);
+    }
+    std::vector<Tensor> want = interpret(op_graph, inputs), got = interpret(prim, inputs);
+    for (size_t i = 0; i < want.size(); ++i) {
+      // The primitive graph rounds intermediates to the element type where the operator's
+      // reference keeps double: allow for that type's precision (f32 1e-5; f16/bf16 a few ulps).
+      double tol = want[i].dtype() == DType::kFloat16 ? 4e-3 : want[i].dtype() == DType::kBFloat16 ? 3e-2 : 1e-5;
+      std::string d = rel_l2_diff(got[i], want[i], tol);
+      if (!d.empty()) return fmt::format("scale {}: output {}: {}", scale, i, d);
+    }
+  }
+  return "";
+}
+
 // Some cases pass shape-carrying values (Resize scales, OneHot depth...) as graph inputs. Korch
 // compiles for static shapes, so when loading fails for that reason the case is retried with the
 // inputs frozen to the test data (reported as its own count).
@@ -97,8 +152,8 @@ Result run_case(const fs::path& dir, bool freeze_inputs, int assume_opset) {
       std::vector<std::string> files = sorted_files(set0, "input_");
       for (size_t i = 0; i < files.size() && i < names.size(); ++i) lo.frozen_inputs[names[i]] = load_onnx_tensor(files[i]);
     }
-    Graph g = load_onnx((dir / "model.onnx").string(), lo);
-    if (g_fission) g = lower_to_primitives(g);
+    Graph g_op = load_onnx((dir / "model.onnx").string(), lo);
+    Graph g = g_fission ? lower_to_primitives(g_op) : g_op;
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
@@ -121,6 +176,10 @@ Result run_case(const fs::path& dir, bool freeze_inputs, int assume_opset) {
         std::string diff = compare(outs[i], want, 1e-3, 1e-7);
         if (!diff.empty()) return {Outcome::kFail, fmt::format("{}: output {}: {}", set.filename().string(), i, diff)};
       }
+    }
+    if (g_fission) {
+      std::string diff = fission_random_check(g_op, g, dir / sets[0].filename());
+      if (!diff.empty()) return {Outcome::kFail, "fission on random inputs: " + diff};
     }
     return {Outcome::kPass, ""};
   } catch (const Error& e) {
