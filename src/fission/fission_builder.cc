@@ -97,4 +97,11 @@ ValueId FissionBuilder::reshape(ValueId x, const Shape& shape) {
   return add1("Reshape", {x, int_list(shape)});
 }
 
+ValueId FissionBuilder::cast(ValueId x, DType to) {
+  if (g_.type(x).dtype == to) return x;
+  Attributes a;
+  a.set("to", static_cast<int64_t>(to));  // DType codes are ONNX TensorProto codes
+  return add1("Cast", {x}, std::move(a));
+}
+
 }  // namespace korch

@@ -41,6 +41,8 @@ class FissionBuilder {
   // ReduceSum < 13 / others < 18 — chosen from the graph's opset).
   ValueId reduce(const std::string& op, ValueId x, const std::vector<int64_t>& axes, bool keepdims = true);
   ValueId reshape(ValueId x, const Shape& shape);
+  // Cast to `to` (returns x when it already has that element type).
+  ValueId cast(ValueId x, DType to);
 
   const TensorType& type(ValueId v) const { return g_.type(v); }
   const Tensor* constant_value(ValueId v) const { return g_.value(v).constant.get(); }

@@ -355,12 +355,6 @@ ValueId interp_axis(FissionBuilder& b, const Node& node, const ResizeParams& p, 
   return y;
 }
 
-ValueId cast(FissionBuilder& b, ValueId x, DType to) {
-  if (b.type(x).dtype == to) return x;
-  Attributes a;
-  a.set("to", static_cast<int64_t>(to));  // DType codes are ONNX TensorProto codes
-  return b.add1("Cast", {x}, a);
-}
 
 // Rounds half-to-even and saturates an f64 value to integer type `to`, as the interpreter stores it.
 ValueId store_integer(FissionBuilder& b, ValueId x, DType to) {
@@ -381,7 +375,7 @@ ValueId store_integer(FissionBuilder& b, ValueId x, DType to) {
   });
   x = b.add1("Max", {x, b.scalar(lo, DType::kFloat64)});
   x = b.add1("Min", {x, b.scalar(hi, DType::kFloat64)});
-  return cast(b, x, to);
+  return b.cast(x, to);
 }
 
 std::vector<ValueId> resize_rule(FissionBuilder& b, const Node& node, const std::vector<ValueId>& in) {
@@ -420,9 +414,9 @@ std::vector<ValueId> resize_rule(FissionBuilder& b, const Node& node, const std:
   }
   const DType dt = out.dtype;
   const bool native = dt == DType::kFloat32 || dt == DType::kFloat64;
-  if (!native) x = cast(b, x, DType::kFloat64);
+  if (!native) x = b.cast(x, DType::kFloat64);
   for (const AxisStep& s : steps) x = interp_axis(b, node, p, s, x);
-  if (!native) x = is_float(dt) ? cast(b, x, dt) : store_integer(b, x, dt);
+  if (!native) x = is_float(dt) ? b.cast(x, dt) : store_integer(b, x, dt);
   if (x == in[0]) x = b.add1("Identity", {x});
   return {x};
 }

@@ -27,12 +27,6 @@ namespace korch {
 
 namespace {
 
-ValueId cast_to(FissionBuilder& b, ValueId v, DType to) {
-  if (b.type(v).dtype == to) return v;
-  Attributes a;
-  a.set("to", static_cast<int64_t>(to));
-  return b.add1("Cast", {v}, std::move(a));
-}
 
 ValueId transpose2d(FissionBuilder& b, ValueId v) {
   Attributes a;
@@ -51,14 +45,14 @@ std::vector<ValueId> gemm_rule(FissionBuilder& b, const Node& n, const std::vect
   // Scalars that the output dtype cannot hold exactly (alpha = 0.5 on an integer Gemm) are applied in f64.
   const bool exact = is_float(dt) || (alpha == std::trunc(alpha) && (!has_c || beta == std::trunc(beta)));
   const DType work = exact ? dt : DType::kFloat64;
-  y = cast_to(b, y, work);
+  y = b.cast(y, work);
   if (alpha != 1.0) y = b.add1("Mul", {y, b.scalar(alpha, work)});
   if (has_c) {
-    ValueId c = cast_to(b, in[2], work);
+    ValueId c = b.cast(in[2], work);
     if (beta != 1.0) c = b.add1("Mul", {c, b.scalar(beta, work)});
     y = b.elementwise("Add", {y, c});
   }
-  return {cast_to(b, y, dt)};
+  return {b.cast(y, dt)};
 }
 
 FissionRule conv_rule(const std::string& op) {

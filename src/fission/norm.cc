@@ -81,12 +81,6 @@ ValueId reduce_keep(FissionBuilder& b, const std::string& op, ValueId x, const s
   return b.reduce(op, x, axes);
 }
 
-ValueId cast_to(FissionBuilder& b, ValueId x, DType dt) {
-  if (b.type(x).dtype == dt) return x;
-  Attributes a;
-  a.set("to", static_cast<int64_t>(dt));
-  return b.add1("Cast", {x}, std::move(a));
-}
 
 // Elementwise op with numpy broadcasting made explicit (Expand, or Reshape + Tile before opset 8).
 ValueId ew(FissionBuilder& b, const std::string& op, const Ids& ins) { return b.elementwise(op, ins); }
@@ -199,7 +193,7 @@ Ids hardmax_rule(FissionBuilder& b, const Node& n, const Ids& in) {
   std::vector<int64_t> iv(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) iv[static_cast<size_t>(r)] = r;
   ValueId iota = b.constant(Tensor::from_vector<int64_t>(iv, is));
-  ValueId y = cast_to(b, ew(b, "Equal", {iota, am}), xt.dtype);
+  ValueId y = b.cast(ew(b, "Equal", {iota, am}), xt.dtype);
   return {b.reshape(y, xt.shape)};
 }
 
@@ -212,10 +206,10 @@ Ids layernorm_rule(FissionBuilder& b, const Node& n, const Ids& in) {
   const int64_t rank = xt.rank();
   const double eps = n.attrs.get_float("epsilon", 1e-5f);
   std::vector<int64_t> axes = axes_from(normalize_axis(n.attrs.get_int("axis", -1), rank), rank);
-  ValueId xs = cast_to(b, x, stash_dtype(n));
+  ValueId xs = b.cast(x, stash_dtype(n));
   Moments m = moments(b, xs, axes);
   ValueId inv = inv_std(b, m.var, eps);
-  ValueId y = cast_to(b, ew(b, "Mul", {m.centered, inv}), xt.dtype);
+  ValueId y = b.cast(ew(b, "Mul", {m.centered, inv}), xt.dtype);
   y = ew(b, "Mul", {y, in[1]});
   if (in.size() > 2 && in[2] != kNoValue) y = ew(b, "Add", {y, in[2]});
   Ids out(n.outputs.size(), kNoValue);
@@ -248,8 +242,8 @@ Ids groupnorm_rule(FissionBuilder& b, const Node& n, const Ids& in) {
     ValueId y = ew(b, "Add", {ew(b, "Mul", {m.centered, a}), b.reshape(in[2], {G, 1})});
     return {b.reshape(y, xt.shape)};
   }
-  Moments m = moments(b, cast_to(b, r, stash_dtype(n)), {2});
-  ValueId norm = cast_to(b, ew(b, "Mul", {m.centered, inv_std(b, m.var, eps)}), xt.dtype);
+  Moments m = moments(b, b.cast(r, stash_dtype(n)), {2});
+  ValueId norm = b.cast(ew(b, "Mul", {m.centered, inv_std(b, m.var, eps)}), xt.dtype);
   norm = b.reshape(norm, xt.shape);
   return {ew(b, "Add", {ew(b, "Mul", {norm, channel_param(b, in[1], rank)}), channel_param(b, in[2], rank)})};
 }
@@ -279,12 +273,12 @@ Ids batchnorm_rule(FissionBuilder& b, const Node& n, const Ids& in) {
     for (int i = 0; i <= 4; ++i)
       if (dtype_rank(b.type(in[static_cast<size_t>(i)]).dtype) > dtype_rank(cd)) cd = b.type(in[static_cast<size_t>(i)]).dtype;
   }
-  ValueId scale = cast_to(b, in[1], cd), bias = cast_to(b, in[2], cd), mean = cast_to(b, in[3], cd),
-          var = cast_to(b, in[4], cd);
+  ValueId scale = b.cast(in[1], cd), bias = b.cast(in[2], cd), mean = b.cast(in[3], cd),
+          var = b.cast(in[4], cd);
   ValueId a = ew(b, "Div", {scale, ew(b, "Sqrt", {ew(b, "Add", {var, b.scalar(eps, cd)})})});
   ValueId c = ew(b, "Sub", {bias, ew(b, "Mul", {mean, a})});
-  a = cast_to(b, a, xt.dtype);
-  c = cast_to(b, c, xt.dtype);
+  a = b.cast(a, xt.dtype);
+  c = b.cast(c, xt.dtype);
   // [C] parameters go to [C, 1, ..]; spatial=0 parameters [C, D1, ..] already broadcast.
   if (b.type(a).rank() == 1) {
     a = channel_param(b, a, rank);
@@ -306,7 +300,7 @@ Ids lpnorm_rule(FissionBuilder& b, const Node& n, const Ids& in) {
                         : ew(b, "Sqrt", {b.reduce("ReduceSum", ew(b, "Mul", {x, x}), {axis})});
   // A zero norm becomes 1 (x is all zeros there: 0 / 1 = 0): norm + Cast(Not(norm > 0)). Exact
   // for every other norm, and made of ops that exist from opset 7 (Where is 9+, float Equal 11+).
-  ValueId zero = cast_to(b, ew(b, "Not", {ew(b, "Greater", {norm, b.scalar(0, dt)})}), dt);
+  ValueId zero = b.cast(ew(b, "Not", {ew(b, "Greater", {norm, b.scalar(0, dt)})}), dt);
   return {ew(b, "Div", {x, ew(b, "Add", {norm, zero})})};
 }
 
@@ -338,7 +332,7 @@ Ids lrn_rule(FissionBuilder& b, const Node& n, const Ids& in) {
   } else {
     const int64_t S = xt.numel() / std::max<int64_t>(N * C, 1);
     std::vector<float> ones(static_cast<size_t>(size), 1.f);
-    ValueId w = cast_to(b, b.constant(Tensor::from_vector<float>(ones, {1, 1, size, 1})), xt.dtype);
+    ValueId w = b.cast(b.constant(Tensor::from_vector<float>(ones, {1, 1, size, 1})), xt.dtype);
     Attributes a;
     a.set("kernel_shape", std::vector<int64_t>{size, 1});
     a.set("pads", std::vector<int64_t>{lo, 0, hi, 0});

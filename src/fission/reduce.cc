@@ -32,12 +32,6 @@ namespace korch {
 
 namespace {
 
-ValueId cast_to(FissionBuilder& b, ValueId v, DType to) {
-  if (b.type(v).dtype == to) return v;
-  Attributes a;
-  a.set("to", static_cast<int64_t>(to));
-  return b.add1("Cast", {v}, std::move(a));
-}
 
 bool is_half(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
@@ -115,7 +109,7 @@ FissionRule reduce_rule(Kind kind) {
     if (is_half(dt)) work = DType::kFloat32;
     else if (!is_float(dt) && (kind == Kind::kL2 || kind == Kind::kLogSum || kind == Kind::kLogSumExp))
       work = DType::kFloat64;
-    ValueId y = reduce_expr(b, kind, cast_to(b, in[0], work), ax.axes);
+    ValueId y = reduce_expr(b, kind, b.cast(in[0], work), ax.axes);
     if (is_integer(dt) && work != dt) {
       // Saturate like the reference's store (log(0) = -inf gives the lowest value, not a wrap).
       double lo = 0, hi = 0;
@@ -126,7 +120,7 @@ FissionRule reduce_rule(Kind kind) {
       });
       y = b.add1("Clip", {y, b.scalar(lo, work), b.scalar(hi, work)});
     }
-    y = cast_to(b, y, dt);
+    y = b.cast(y, dt);
     if (n.attrs.get_int("keepdims", 1) == 0) y = b.reshape(y, squeezed_shape(b.type(y).shape, ax.axes));
     return std::vector<ValueId>{y};
   };
@@ -158,7 +152,7 @@ void register_reduce_fission(FissionRegistry& r) {
     if (p < 1) fail("attribute 'p' must be >= 1, got {}", p);
     const DType dt = b.type(in[0]).dtype;
     const DType work = is_half(dt) ? DType::kFloat32 : dt;
-    ValueId x = cast_to(b, in[0], work);
+    ValueId x = b.cast(in[0], work);
     std::vector<int64_t> axes = spatial_axes(b, x);
     ValueId y;
     if (p == 1) {
@@ -169,7 +163,7 @@ void register_reduce_fission(FissionRegistry& r) {
       ValueId s = b.reduce("ReduceSum", b.add1("Pow", {b.add1("Abs", {x}), b.scalar(static_cast<double>(p), work)}), axes);
       y = b.add1("Pow", {s, b.scalar(1.0 / static_cast<double>(p), work)});
     }
-    return std::vector<ValueId>{cast_to(b, y, dt)};
+    return std::vector<ValueId>{b.cast(y, dt)};
   });
 }
 
