@@ -1,6 +1,7 @@
 // korch demo: the README's main job on the embedded default models. Writes each built-in model to
-// an .onnx file, loads it back through the frontend, prints what Korch knows about it, runs it in
-// the reference interpreter on seeded inputs and prints the outputs.
+// an .onnx file, loads it back through the frontend, prints what Korch knows about it (including
+// its primitive graph after fission and rewrites), runs it in the reference interpreter on seeded
+// inputs and prints the outputs.
 // Later stages extend this command (optimize, run the artifact, bench) under the same name.
 #include <chrono>
 #include <cmath>
@@ -35,6 +36,7 @@ Command add_demo(CLI::App& app) {
       fmt::print("=== {} ===\n", name);
       Graph g = load_onnx(path.string());
       print_model_summary(g, path.string());
+      fission_with_report(g, true);
       std::vector<Tensor> inputs = random_inputs(g, 0);
       auto t0 = std::chrono::steady_clock::now();
       std::vector<Tensor> outs = interpret(g, inputs);
