@@ -1,6 +1,8 @@
 // Helpers shared by the operator unit tests (tests/ir/ops_*_test.cc).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <initializer_list>
 #include <string>
@@ -68,6 +70,40 @@ inline ErrorCode error_code(const std::function<void()>& f, std::string* msg = n
   }
   ADD_FAILURE() << "no error";
   return ErrorCode::kIo;
+}
+
+
+// Runs shape inference (all inputs treated as constants) then evaluation of `n`, checking that the
+// evaluated outputs have exactly the inferred types. nullptr in `in` is an omitted input.
+inline std::vector<Tensor> eval_node_checked(const Node& n, int opset, const std::vector<const Tensor*>& in) {
+  std::vector<TensorType> store;
+  store.reserve(in.size());
+  std::vector<const TensorType*> types;
+  for (const Tensor* t : in) store.push_back(t ? t->type() : TensorType{});
+  for (size_t i = 0; i < in.size(); ++i) types.push_back(in[i] ? &store[i] : nullptr);
+  std::vector<TensorType> inferred = infer_node(n, opset, types, in);
+  std::vector<Tensor> out = eval_node(n, opset, in);
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].type(), inferred[i]);
+  return out;
+}
+
+// Expects inference or evaluation of `n` to throw korch::Error with `code` and a message
+// containing `msg`.
+inline void expect_node_error(const Node& n, int opset, const std::vector<const Tensor*>& in, ErrorCode code,
+                              const std::string& msg) {
+  std::vector<TensorType> store;
+  store.reserve(in.size());
+  std::vector<const TensorType*> types;
+  for (const Tensor* t : in) store.push_back(t ? t->type() : TensorType{});
+  for (size_t i = 0; i < in.size(); ++i) types.push_back(in[i] ? &store[i] : nullptr);
+  try {
+    infer_node(n, opset, types, in);
+    eval_node(n, opset, in);
+    FAIL() << "expected an error containing '" << msg << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace korch::test
