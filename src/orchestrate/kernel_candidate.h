@@ -1,0 +1,79 @@
+// Candidate kernels: the convex subgraphs of a primitive graph, each with an output set.
+//
+// Worked example. For  x -> A -> B -> y  with  A -> C -> z  (A feeds both B and C):
+//   connected convex subsets: {A} {B} {C} {A,B} {A,C} {A,B,C}   ({B,C} is not connected)
+//   {A,B}: inputs {x}; external values {a (read by C), y}; sink values {y}
+//          -> two candidates: outputs {a, y} ("full") and {y} ("minimal": a is recomputed by
+//             whichever kernel computes C, or materialised by another candidate)
+// A set S of primitives is convex when no path leaves S and comes back into it; convexity is what
+// lets a kernel run as one unit: everything it needs from outside is computed before it starts.
+//
+// What is offered (and why):
+//   * Weakly connected convex subsets (through producer -> consumer edges inside the subset). A
+//     disconnected kernel is two kernels launched together; it saves a launch only, which the
+//     plan's sum of costs cannot express anyway, and it multiplies the count combinatorially.
+//   * At most `max_primitives` primitives and `max_linear` linear primitives per kernel. The
+//     enumeration grows connected sets and prunes a set as soon as its convex closure breaks a
+//     cap: every convex superset contains the closure, so nothing within the caps is lost.
+//   * Opaque primitives (TopK, LSTM, ...) and operators left whole are kernels alone.
+//   * Output sets: "full" = every value computed inside and read outside or a graph output;
+//     "minimal" = only the values of the kernel's sink primitives (those with no consumer inside
+//     it). Full is what a no-recompute plan needs; minimal is what recompute needs (the interior
+//     value is recomputed by its other consumers' kernels instead of written). Intermediate
+//     subsets are not offered: the cost of a kernel grows with each output written, so the two
+//     extremes bracket them, and offering 2^k subsets would multiply the program size.
+// Rejections are counted by reason, with the first few examples of each kept for `korch explain`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace korch {
+
+struct KernelCandidate {
+  std::vector<NodeId> nodes;    // ascending (= topological: graph nodes are topologically sorted)
+  std::vector<ValueId> inputs;  // distinct values read from outside: graph inputs, constants and
+                                // values of nodes outside, in order of first use
+  std::vector<ValueId> outputs; // the values it writes (ascending)
+  int linear = 0;               // linear primitives inside
+  bool minimal_outputs = false; // true for the "minimal" output-set variant
+};
+
+struct CandidateOptions {
+  int max_primitives = 8;
+  int max_linear = 1;
+  bool offer_minimal_outputs = true;  // false: no-recompute candidates only (full output sets)
+  int64_t max_candidates = 4'000'000; // safety stop: enumeration throws kUnsupported beyond it
+};
+
+struct RejectedCandidate {
+  std::vector<NodeId> nodes;
+  std::string reason;
+};
+
+struct CandidateSet {
+  std::vector<KernelCandidate> candidates;
+  int64_t connected_sets = 0;                      // connected subsets visited
+  std::map<std::string, int64_t> rejected;         // reason -> count
+  std::vector<RejectedCandidate> rejected_examples;// up to 5 per reason
+  void reject(const std::vector<NodeId>& nodes, const std::string& reason);
+};
+
+// Values every kernel may read without a producer kernel: graph inputs and constants.
+bool is_free_value(const Graph& g, ValueId v);
+
+// Builds one candidate from a set of nodes (need not be convex: the caller checks). `minimal`
+// selects the output-set variant described above.
+KernelCandidate make_candidate(const Graph& g, std::vector<NodeId> nodes, bool minimal);
+
+// All candidates of `g` (a primitive graph, topologically sorted, dead code removed).
+CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& options);
+
+// Readable one-liner: "Conv+Add+Relu [3 prims, 1 linear]".
+std::string describe_candidate(const Graph& g, const KernelCandidate& c);
+
+}  // namespace korch

@@ -1,0 +1,47 @@
+// The cost interface between measurement and selection.
+//
+// The orchestrator never measures anything: it asks a CostProvider for one number per candidate
+// kernel and reads them from a CostTable. Providers: AnalyticCost (analytic_cost.h, a roofline
+// over a device spec), and the measured CPU/CUDA providers of the backends. Tests hand the
+// orchestrator a table of their own. A candidate no backend could emit gets an infinite cost with
+// the reason, and the orchestrator drops it.
+#pragma once
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "orchestrate/kernel_candidate.h"
+
+namespace korch {
+
+struct KernelCost {
+  double seconds = std::numeric_limits<double>::infinity();
+  std::string reason;  // for an infinite cost: why the kernel cannot be emitted; else a short
+                       // note on what bounds it ("memory-bound 1.2 MB", "linear 3.1 GFLOP")
+  bool feasible() const { return seconds < std::numeric_limits<double>::infinity(); }
+  static KernelCost infeasible(std::string why) { return {std::numeric_limits<double>::infinity(), std::move(why)}; }
+};
+
+class CostProvider {
+ public:
+  virtual ~CostProvider() = default;
+  virtual std::string name() const = 0;  // "analytic:cpu", "measured:cpu", ...
+  virtual KernelCost cost(const Graph& g, const KernelCandidate& c) = 0;
+};
+
+struct CostTable {
+  std::vector<KernelCost> costs;  // one per candidate, same order
+};
+
+// Asks `provider` for every candidate, in order.
+CostTable fill_cost_table(const Graph& g, const std::vector<KernelCandidate>& candidates,
+                          CostProvider& provider);
+
+// Structural fusion rules every backend shares (the backends can only add reasons of their own):
+// a kernel with a linear primitive may only add elementwise/broadcast primitives downstream of it
+// (library epilogues); opaque primitives and operators are alone. Returns "" when emittable.
+std::string unfusable_reason(const Graph& g, const KernelCandidate& c);
+
+}  // namespace korch
