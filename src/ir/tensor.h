@@ -34,6 +34,7 @@ struct TensorType {
   Shape shape;
   int64_t numel() const { return shape_numel(shape); }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t byte_size() const { return numel() * static_cast<int64_t>(dtype_size(dtype)); }
   bool operator==(const TensorType&) const = default;
 };
 std::string type_str(const TensorType& t);  // "f32[1,3,224,224]"

@@ -1,0 +1,229 @@
+#include "orchestrate/kernel_candidate.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "ir/primitive.h"
+#include "orchestrate/graph_index.h"
+#include "support/error.h"
+
+namespace korch {
+
+namespace {
+
+struct NodeSetHash {
+  size_t operator()(const std::vector<NodeId>& v) const {
+    size_t h = 1469598103934665603ull;
+    for (NodeId x : v) h = (h ^ static_cast<size_t>(x)) * 1099511628211ull;
+    return h;
+  }
+};
+
+bool runs_alone(const Graph& g, NodeId id) {
+  const PrimitiveKind k = primitive_kind(g, g.nodes[static_cast<size_t>(id)]);
+  return k == PrimitiveKind::kOpaque || k == PrimitiveKind::kOperator;
+}
+
+KernelCandidate build_candidate(const Graph& g, const GraphIndex& gi, std::vector<NodeId> nodes,
+                                bool minimal, std::vector<int>& mark, int stamp) {
+  KernelCandidate c;
+  c.nodes = std::move(nodes);
+  c.minimal_outputs = minimal;
+  for (NodeId id : c.nodes) mark[static_cast<size_t>(id)] = stamp;
+  auto inside = [&](NodeId id) { return id >= 0 && mark[static_cast<size_t>(id)] == stamp; };
+  std::vector<ValueId> seen_inputs;
+  for (NodeId id : c.nodes) {
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    if (primitive_kind(g, n) == PrimitiveKind::kLinear) ++c.linear;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue || inside(g.value(v).producer)) continue;
+      if (std::find(c.inputs.begin(), c.inputs.end(), v) == c.inputs.end()) c.inputs.push_back(v);
+    }
+  }
+  for (NodeId id : c.nodes) {
+    bool sink = true;
+    for (NodeId s : gi.succs[static_cast<size_t>(id)]) sink &= !inside(s);
+    if (minimal && !sink) continue;
+    for (ValueId v : g.nodes[static_cast<size_t>(id)].outputs) {
+      if (v == kNoValue) continue;
+      bool external = gi.is_output[static_cast<size_t>(v)];
+      for (NodeId user : gi.consumers[static_cast<size_t>(v)]) external |= !inside(user);
+      if (external) c.outputs.push_back(v);
+    }
+  }
+  std::sort(c.outputs.begin(), c.outputs.end());
+  return c;
+}
+
+// Convex closure of `x` (sorted): every node on a path between two of its nodes, i.e.
+// descendants(x) ∩ ancestors(x). Paths between x's nodes stay within [x.front(), x.back()] in
+// topological numbering, which bounds both searches. Returns false (and leaves `out`
+// unspecified) as soon as the closure exceeds `cap` nodes.
+class Closure {
+ public:
+  explicit Closure(const GraphIndex& gi) : gi_(gi), fwd_(gi.num_nodes(), 0), bwd_(gi.num_nodes(), 0) {}
+
+  bool compute(const std::vector<NodeId>& x, size_t cap, std::vector<NodeId>& out) {
+    ++stamp_;
+    const NodeId lo = x.front(), hi = x.back();
+    stack_.assign(x.begin(), x.end());
+    for (NodeId v : x) fwd_[static_cast<size_t>(v)] = stamp_;
+    while (!stack_.empty()) {
+      const NodeId w = stack_.back();
+      stack_.pop_back();
+      for (NodeId s : gi_.succs[static_cast<size_t>(w)]) {
+        if (s > hi) break;  // succs are ascending
+        if (fwd_[static_cast<size_t>(s)] != stamp_) {
+          fwd_[static_cast<size_t>(s)] = stamp_;
+          stack_.push_back(s);
+        }
+      }
+    }
+    out.assign(x.begin(), x.end());
+    for (NodeId v : x) bwd_[static_cast<size_t>(v)] = stamp_;
+    stack_.assign(x.begin(), x.end());
+    while (!stack_.empty()) {
+      const NodeId w = stack_.back();
+      stack_.pop_back();
+      for (NodeId p : gi_.preds[static_cast<size_t>(w)]) {
+        if (p < lo || fwd_[static_cast<size_t>(p)] != stamp_ || bwd_[static_cast<size_t>(p)] == stamp_)
+          continue;
+        bwd_[static_cast<size_t>(p)] = stamp_;
+        out.push_back(p);
+        if (out.size() > cap) return false;
+        stack_.push_back(p);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return true;
+  }
+
+ private:
+  const GraphIndex& gi_;
+  std::vector<int> fwd_, bwd_, stack_;
+  int stamp_ = 0;
+};
+
+}  // namespace
+
+void CandidateSet::reject(const std::vector<NodeId>& nodes, const std::string& reason) {
+  int64_t& count = rejected[reason];
+  if (count++ < 5) rejected_examples.push_back({nodes, reason});
+}
+
+bool is_free_value(const Graph& g, ValueId v) { return g.value(v).producer < 0; }
+
+KernelCandidate make_candidate(const Graph& g, std::vector<NodeId> nodes, bool minimal) {
+  std::sort(nodes.begin(), nodes.end());
+  GraphIndex gi(g);
+  std::vector<int> mark(g.nodes.size(), 0);
+  return build_candidate(g, gi, std::move(nodes), minimal, mark, 1);
+}
+
+// Grows connected convex sets one neighbour at a time and closes each under convexity. Every
+// connected convex set T within the caps is reached: order T's nodes so each prefix is connected;
+// the closures of the prefixes are all inside T (T is convex), so none is pruned, and the last is T.
+// A hash set of visited closures makes each set processed once.
+CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& options) {
+  KORCH_CHECK(options.max_primitives >= 1 && options.max_linear >= 0);
+  const GraphIndex gi(g);
+  const int n = gi.num_nodes();
+  CandidateSet out;
+  std::vector<int> mark(static_cast<size_t>(n), 0);
+  int stamp = 0;
+  auto record = [&](const std::vector<NodeId>& nodes) {
+    KernelCandidate full = build_candidate(g, gi, nodes, false, mark, ++stamp);
+    if (options.offer_minimal_outputs && nodes.size() > 1) {
+      KernelCandidate minimal = build_candidate(g, gi, nodes, true, mark, ++stamp);
+      if (minimal.outputs != full.outputs) out.candidates.push_back(std::move(minimal));
+    }
+    out.candidates.push_back(std::move(full));
+    if (static_cast<int64_t>(out.candidates.size()) > options.max_candidates)
+      fail_unsupported(
+          "more than {} candidate kernels for {} primitives; lower the kernel size cap "
+          "(--max-kernel-size, now {})",
+          options.max_candidates, n, options.max_primitives);
+  };
+
+  std::vector<bool> alone(static_cast<size_t>(n));
+  std::vector<int> is_linear(static_cast<size_t>(n));
+  for (NodeId i = 0; i < n; ++i) {
+    alone[static_cast<size_t>(i)] = runs_alone(g, i);
+    is_linear[static_cast<size_t>(i)] =
+        primitive_kind(g, g.nodes[static_cast<size_t>(i)]) == PrimitiveKind::kLinear;
+  }
+
+  std::unordered_set<std::vector<NodeId>, NodeSetHash> seen;
+  std::vector<std::vector<NodeId>> work;
+  Closure closure(gi);
+  std::vector<NodeId> grown, closed;
+  const std::string too_big = fmt::format("more than {} primitives", options.max_primitives);
+  const std::string too_linear = fmt::format("more than {} linear primitives", options.max_linear);
+  for (NodeId seed = 0; seed < n; ++seed) {
+    std::vector<NodeId> single{seed};
+    seen.insert(single);
+    record(single);
+    ++out.connected_sets;
+    if (alone[static_cast<size_t>(seed)] || options.max_primitives == 1) continue;
+    if (is_linear[static_cast<size_t>(seed)] > options.max_linear) continue;
+    work.push_back(single);
+    while (!work.empty()) {
+      const std::vector<NodeId> c = std::move(work.back());
+      work.pop_back();
+      // Neighbours of c outside it, each once.
+      std::vector<NodeId> nbrs;
+      for (NodeId v : c) {
+        for (NodeId u : gi.preds[static_cast<size_t>(v)]) nbrs.push_back(u);
+        for (NodeId u : gi.succs[static_cast<size_t>(v)]) nbrs.push_back(u);
+      }
+      std::sort(nbrs.begin(), nbrs.end());
+      nbrs.erase(std::unique(nbrs.begin(), nbrs.end()), nbrs.end());
+      for (NodeId u : nbrs) {
+        if (std::binary_search(c.begin(), c.end(), u)) continue;
+        grown = c;
+        grown.insert(std::upper_bound(grown.begin(), grown.end(), u), u);
+        if (!closure.compute(grown, static_cast<size_t>(options.max_primitives), closed)) {
+          out.reject(grown, too_big);
+          continue;
+        }
+        if (seen.count(closed)) continue;
+        int linear = 0;
+        NodeId opaque = -1;
+        for (NodeId v : closed) {
+          linear += is_linear[static_cast<size_t>(v)];
+          if (alone[static_cast<size_t>(v)]) opaque = v;
+        }
+        seen.insert(closed);
+        ++out.connected_sets;
+        if (opaque >= 0) {
+          out.reject(closed, fmt::format("{} is opaque: it runs as a kernel of its own",
+                                         g.nodes[static_cast<size_t>(opaque)].op_type));
+          continue;
+        }
+        if (linear > options.max_linear) {
+          out.reject(closed, too_linear);
+          continue;
+        }
+        record(closed);
+        work.push_back(closed);
+      }
+    }
+  }
+  return out;
+}
+
+std::string describe_candidate(const Graph& g, const KernelCandidate& c) {
+  std::string ops;
+  for (NodeId id : c.nodes) {
+    if (!ops.empty()) ops += "+";
+    ops += g.nodes[static_cast<size_t>(id)].op_type;
+  }
+  if (ops.size() > 120) ops = ops.substr(0, 117) + "...";
+  return fmt::format("{} [{} prim{}{}{}]", ops, c.nodes.size(), c.nodes.size() == 1 ? "" : "s",
+                     c.linear ? fmt::format(", {} linear", c.linear) : "",
+                     c.minimal_outputs ? ", minimal outputs" : "");
+}
+
+}  // namespace korch

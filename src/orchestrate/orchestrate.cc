@@ -1,0 +1,216 @@
+#include "orchestrate/orchestrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "support/error.h"
+
+namespace korch {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A cycle of blocked kernels: kernel[t] reads needs[t], which kernel[t + 1] (cyclically) writes.
+// Walk from a blocked kernel to a blocked writer of one of its missing inputs until a kernel repeats.
+void add_cycle_cut(const Graph& g, const std::vector<KernelCandidate>& candidates,
+                   const std::set<int>& selected, const std::vector<int>& blocked, OrchestrationBlp& m,
+                   int cut_index) {
+  std::set<int> blocked_set(blocked.begin(), blocked.end());
+  std::vector<int> walk;
+  std::vector<ValueId> needs;
+  std::map<int, size_t> pos;
+  int k = blocked.front();
+  while (!pos.count(k)) {
+    pos[k] = walk.size();
+    walk.push_back(k);
+    // Some input of k is missing; follow the first one to a blocked writer of it.
+    int next = -1;
+    ValueId need = kNoValue;
+    for (ValueId v : candidates[static_cast<size_t>(k)].inputs) {
+      if (is_free_value(g, v)) continue;
+      // v is missing when every selected writer of it is blocked (an unblocked one ran).
+      int first_blocked = -1;
+      bool missing = true;
+      for (int var : m.writers[static_cast<size_t>(v)]) {
+        const int w = m.candidate_of_var[static_cast<size_t>(var)];
+        if (!selected.count(w)) continue;
+        if (!blocked_set.count(w)) missing = false;
+        else if (first_blocked < 0) first_blocked = w;
+      }
+      if (missing && first_blocked >= 0) {
+        next = first_blocked;
+        need = v;
+        break;
+      }
+    }
+    KORCH_CHECK(next >= 0);
+    needs.push_back(need);
+    k = next;
+  }
+  const size_t start = pos[k];
+  std::vector<int> cycle(walk.begin() + static_cast<long>(start), walk.end());
+  std::vector<ValueId> cycle_needs(needs.begin() + static_cast<long>(start), needs.end());
+  std::set<int> in_cycle(cycle.begin(), cycle.end());
+  std::map<int, double> coef;
+  for (int c : cycle) coef[m.var_of_candidate[static_cast<size_t>(c)]] += 1;
+  for (ValueId v : cycle_needs)
+    for (int var : m.writers[static_cast<size_t>(v)])
+      if (!in_cycle.count(m.candidate_of_var[static_cast<size_t>(var)])) coef[var] -= 1;
+  std::vector<std::pair<int, double>> terms;
+  for (const auto& [var, a] : coef)
+    if (a != 0) terms.emplace_back(var, a);
+  m.blp.add_row(fmt::format("cycle_{}", cut_index), std::move(terms), -std::numeric_limits<double>::infinity(),
+                static_cast<double>(cycle.size()) - 1);
+}
+
+}  // namespace
+
+OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<KernelCandidate>& candidates,
+                                         const std::vector<double>& costs, bool allow_recompute) {
+  KORCH_CHECK(costs.size() == candidates.size());
+  OrchestrationBlp m;
+  m.var_of_candidate.assign(candidates.size(), -1);
+  m.writers.resize(g.values.size());
+  std::vector<std::vector<int>> covering(g.nodes.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const KernelCandidate& c = candidates[i];
+    if (!std::isfinite(costs[i]) || (!allow_recompute && c.minimal_outputs)) continue;
+    const int var = m.blp.add_var(fmt::format("k{}", i), costs[i]);
+    m.candidate_of_var.push_back(static_cast<int>(i));
+    m.var_of_candidate[i] = var;
+    for (ValueId v : c.outputs) m.writers[static_cast<size_t>(v)].push_back(var);
+    for (NodeId id : c.nodes) covering[static_cast<size_t>(id)].push_back(var);
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  auto sum_of = [](const std::vector<int>& vars) {
+    std::vector<std::pair<int, double>> t;
+    for (int v : vars) t.emplace_back(v, 1.0);
+    return t;
+  };
+  std::set<ValueId> outputs_done;
+  for (ValueId v : g.outputs) {
+    if (is_free_value(g, v) || !outputs_done.insert(v).second) continue;
+    m.blp.add_row(fmt::format("out_{}", v), sum_of(m.writers[static_cast<size_t>(v)]), 1, inf);
+  }
+  for (int var = 0; var < m.blp.num_vars(); ++var) {
+    const KernelCandidate& c = candidates[static_cast<size_t>(m.candidate_of_var[static_cast<size_t>(var)])];
+    for (ValueId v : c.inputs) {
+      if (is_free_value(g, v)) continue;
+      auto terms = sum_of(m.writers[static_cast<size_t>(v)]);
+      terms.emplace_back(var, -1.0);
+      m.blp.add_row(fmt::format("in_{}_{}", var, v), std::move(terms), 0, inf);
+    }
+  }
+  for (size_t id = 0; id < g.nodes.size(); ++id)
+    m.blp.add_row(fmt::format("live_{}", id), sum_of(covering[id]), 1, allow_recompute ? inf : 1.0);
+  return m;
+}
+
+Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& candidates,
+                         const std::vector<double>& costs, const OrchestrateOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto say = [&](const std::string& s) {
+    if (options.progress) options.progress(s);
+  };
+  Selection sel;
+  OrchestrationBlp m = build_orchestration_blp(g, candidates, costs, options.allow_recompute);
+  sel.variables = m.blp.num_vars();
+
+  std::vector<double> warm;
+  if (options.dp_state_limit > 0) {
+    sel.dp = shortest_path_over_states(g, candidates, costs, options.dp_state_limit);
+    if (sel.dp.feasible) {
+      warm.assign(static_cast<size_t>(m.blp.num_vars()), 0.0);
+      for (int c : sel.dp.chosen) warm[static_cast<size_t>(m.var_of_candidate[static_cast<size_t>(c)])] = 1.0;
+      KORCH_CHECK(m.blp.feasible(warm));
+    }
+    say(sel.dp.completed
+            ? fmt::format("no-recompute optimum over {} execution states: {:.6g} ({:.2f} s)", sel.dp.states,
+                          sel.dp.cost, sel.dp.seconds)
+            : fmt::format("execution states: more than {} (limit), no warm start", options.dp_state_limit));
+  }
+
+  for (int round = 0;; ++round) {
+    SolveOptions so;
+    so.time_limit_s = std::max(1.0, options.time_limit_s - seconds_since(t0));
+    so.rel_gap = options.rel_gap;
+    so.warm_start = warm;
+    so.solver = options.solver;
+    so.verbose = options.verbose;
+    SolveResult r = solve_blp(m.blp, so);
+    sel.rows = static_cast<int64_t>(m.blp.rows.size());
+    if (r.status == SolveStatus::kInfeasible)
+      fail("no plan exists: the kernel selection program is infeasible ({} candidates)", candidates.size());
+    if (r.x.empty()) {
+      if (!sel.dp.feasible)
+        fail("the solver found no plan within {} s and the no-recompute search did not finish: {}",
+             options.time_limit_s, fmt::join(r.log, "; "));
+      sel.solve = std::move(r);
+      sel.order = sel.dp.chosen;
+      sel.objective = sel.dp.cost;
+      sel.source = "dp";
+      return sel;
+    }
+    std::vector<int> chosen;
+    for (int var = 0; var < m.blp.num_vars(); ++var)
+      if (r.x[static_cast<size_t>(var)] > 0.5) chosen.push_back(m.candidate_of_var[static_cast<size_t>(var)]);
+    ScheduleResult s = schedule(g, candidates, chosen);
+    if (s.ok) {
+      sel.solve = std::move(r);
+      sel.order = std::move(s.order);
+      sel.objective = sel.solve.objective;
+      sel.source = "blp";
+      return sel;
+    }
+    say(fmt::format("selection has a dependency cycle among {} kernels: adding cut {}", s.blocked.size(), round + 1));
+    add_cycle_cut(g, candidates, std::set<int>(chosen.begin(), chosen.end()), s.blocked, m, round);
+    ++sel.cycle_cuts;
+  }
+}
+
+OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const OrchestrateOptions& options) {
+  auto say = [&](const std::string& s) {
+    if (options.progress) options.progress(s);
+  };
+  OrchestrateResult out;
+  auto t0 = std::chrono::steady_clock::now();
+  out.candidates = enumerate_candidates(g, options.candidates);
+  out.enumerate_s = seconds_since(t0);
+  say(fmt::format("{} primitives: {} candidate kernels from {} convex subgraphs ({:.2f} s)", g.nodes.size(),
+                  out.candidates.candidates.size(), out.candidates.connected_sets, out.enumerate_s));
+
+  t0 = std::chrono::steady_clock::now();
+  out.costs = fill_cost_table(g, out.candidates.candidates, provider);
+  out.cost_s = seconds_since(t0);
+  std::vector<double> seconds;
+  std::vector<std::string> notes;
+  for (size_t i = 0; i < out.costs.costs.size(); ++i) {
+    const KernelCost& k = out.costs.costs[i];
+    seconds.push_back(k.seconds);
+    notes.push_back(k.reason);
+    if (!k.feasible()) {
+      ++out.infeasible;
+      ++out.infeasible_reasons[k.reason];
+    } else if (out.candidates.candidates[i].nodes.size() == 1 && !out.candidates.candidates[i].minimal_outputs) {
+      out.unfused_seconds += k.seconds;
+    }
+  }
+  say(fmt::format("costs from {}: {} candidates, {} cannot be emitted ({:.2f} s)", provider.name(),
+                  seconds.size(), out.infeasible, out.cost_s));
+
+  t0 = std::chrono::steady_clock::now();
+  out.selection = select_kernels(g, out.candidates.candidates, seconds, options);
+  out.select_s = seconds_since(t0);
+  out.plan = make_plan(g, out.candidates.candidates, out.selection.order, seconds, notes);
+  verify_plan(g, out.plan);
+  return out;
+}
+
+}  // namespace korch

@@ -1,0 +1,85 @@
+// Kernel orchestration: the provably cheapest set of kernels for a primitive graph.
+//
+//   enumerate_candidates  convex subgraphs (kernel_candidate.h)
+//   fill_cost_table       one cost per candidate from a CostProvider (kernel_cost.h)
+//   build_orchestration_blp
+//       one binary x_j per candidate with a finite cost, minimise sum(cost_j x_j), subject to
+//         output rows   each graph output is written by a selected kernel
+//         input rows    x_j <= sum of the selected writers of each value kernel j reads
+//                       (recompute allowed: a value may be written by several kernels, a primitive
+//                       computed by several)
+//         live rows     each primitive is inside some selected kernel. Valid (every primitive is
+//                       live after dead-code elimination, so some kernel must compute it) and what
+//                       makes the LP relaxation tight: without them x_j = 1/2 chains satisfy the
+//                       input rows at half the cost, and CBC could not close the gap on a
+//                       300-primitive instance in 120 s (shared/environment-notes.md).
+//       without recompute the live rows are equalities and only full-output candidates take part.
+//   shortest_path_over_states   the optimal no-recompute plan (state_dp.h), when the number of
+//       states stays under a limit: the BLP's warm start, and its fallback if no solver answers.
+//   solve_blp, then schedule(); an unschedulable selection (kernel_plan.h) gets a cycle cut
+//         sum_{K in cycle} x_K - sum_{P writes a value the cycle needs, P not in cycle} x_P <= |cycle| - 1
+//       (valid: in any schedule, the cycle's first kernel reads its value from a writer outside the
+//       cycle) and is solved again.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "orchestrate/blp.h"
+#include "orchestrate/blp_solver.h"
+#include "orchestrate/kernel_candidate.h"
+#include "orchestrate/kernel_cost.h"
+#include "orchestrate/kernel_plan.h"
+#include "orchestrate/state_dp.h"
+
+namespace korch {
+
+struct OrchestrateOptions {
+  CandidateOptions candidates;
+  bool allow_recompute = true;
+  double time_limit_s = 60;         // for the solver, over all cycle-cut rounds
+  double rel_gap = 0;
+  int64_t dp_state_limit = 200'000; // 0 skips the DP
+  SolverChoice solver = SolverChoice::kAuto;
+  bool verbose = false;
+  std::function<void(const std::string&)> progress;  // one line per phase; may be empty
+};
+
+// The BLP for a candidate list and its costs, with the variable -> candidate map.
+struct OrchestrationBlp {
+  Blp blp;
+  std::vector<int> candidate_of_var;
+  std::vector<int> var_of_candidate;  // -1 when the candidate takes no part
+  std::vector<std::vector<int>> writers;  // per value: vars whose kernel writes it
+};
+OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<KernelCandidate>& candidates,
+                                         const std::vector<double>& costs, bool allow_recompute);
+
+struct Selection {
+  std::vector<int> order;   // selected candidates in execution order
+  double objective = 0;
+  SolveResult solve;
+  DpResult dp;
+  int cycle_cuts = 0;
+  int64_t variables = 0, rows = 0;
+  std::string source;       // "blp" or "dp" (the solver gave no plan)
+};
+// Solves for the cheapest schedulable selection. Throws korch::Error when there is none.
+Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& candidates,
+                         const std::vector<double>& costs, const OrchestrateOptions& options);
+
+struct OrchestrateResult {
+  CandidateSet candidates;
+  CostTable costs;
+  int64_t infeasible = 0;                    // candidates with infinite cost
+  std::map<std::string, int64_t> infeasible_reasons;
+  Selection selection;
+  KernelPlan plan;
+  double unfused_seconds = 0;  // one kernel per primitive (each singleton with all its outputs)
+  double enumerate_s = 0, cost_s = 0, select_s = 0;
+};
+OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const OrchestrateOptions& options);
+
+}  // namespace korch
