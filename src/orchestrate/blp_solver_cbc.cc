@@ -32,29 +32,33 @@ double coin_bound(double v) {
   return v;
 }
 
-// Row-ordered constraint matrix (zero coefficients dropped) plus row bounds.
+// Row-ordered constraint matrix (zero coefficients dropped) plus row bounds. Built from CSR
+// arrays in one go: appending rows one at a time regrows the matrix and is quadratic.
 struct CoinRows {
-  CoinPackedMatrix matrix{false, 0, 0};
+  CoinPackedMatrix matrix;
   std::vector<double> lo, hi;
 };
 
 CoinRows coin_rows(const Blp& blp) {
   CoinRows r;
-  r.matrix.setDimensions(0, blp.num_vars());
-  std::vector<int> idx;
+  std::vector<int> idx, len;
   std::vector<double> val;
+  std::vector<CoinBigIndex> start;
   for (const BlpRow& row : blp.rows) {
-    idx.clear();
-    val.clear();
+    start.push_back(static_cast<CoinBigIndex>(idx.size()));
     for (const auto& [j, a] : row.terms)
       if (a != 0) {
         idx.push_back(j);
         val.push_back(a);
       }
-    r.matrix.appendRow(static_cast<int>(idx.size()), idx.data(), val.data());
+    len.push_back(static_cast<int>(idx.size() - static_cast<size_t>(start.back())));
     r.lo.push_back(coin_bound(row.lo));
     r.hi.push_back(coin_bound(row.hi));
   }
+  start.push_back(static_cast<CoinBigIndex>(idx.size()));
+  r.matrix = CoinPackedMatrix(false, blp.num_vars(), static_cast<int>(blp.rows.size()),
+                              static_cast<CoinBigIndex>(idx.size()), val.data(), idx.data(), start.data(),
+                              len.data());
   return r;
 }
 

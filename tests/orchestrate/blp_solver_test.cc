@@ -392,7 +392,7 @@ Blp orchestration_like(int prims, int target_candidates, unsigned seed) {
 TEST(BlpSolver, SmallOrchestrationLikeInstancesCbcAndGlpkAgree) {
   for (unsigned seed = 1; seed <= 2; ++seed) {
     SCOPED_TRACE(seed);
-    const Blp b = orchestration_like(60, 400, seed);
+    const Blp b = orchestration_like(40, 250, seed);
     const SolveResult cbc = solve_with(b, SolverChoice::kCbc);
     const SolveResult glpk = solve_with(b, SolverChoice::kGlpk);
     ASSERT_EQ(cbc.status, SolveStatus::kOptimal) << joined(cbc.log);
@@ -402,7 +402,8 @@ TEST(BlpSolver, SmallOrchestrationLikeInstancesCbcAndGlpkAgree) {
 }
 
 // Measurement, not a test: korch_orchestrate_tests --gtest_also_run_disabled_tests
-//   --gtest_filter='*DISABLED_OrchestrationScale*'   (KORCH_BLP_PRIMS / _SEED override the size)
+//   --gtest_filter='*DISABLED_OrchestrationScale*'
+// Environment: KORCH_BLP_PRIMS, _SEED (instance), _SOLVER=cbc|glpk, _LIMIT (seconds), _VERBOSE.
 TEST(BlpSolver, DISABLED_OrchestrationScale) {
   const char* prims_env = std::getenv("KORCH_BLP_PRIMS");
   const char* seed_env = std::getenv("KORCH_BLP_SEED");
@@ -415,10 +416,14 @@ TEST(BlpSolver, DISABLED_OrchestrationScale) {
   std::printf("instance: %d primitives, %d candidates, %zu rows, %zu nonzeros (generated in %.2f s)\n", prims,
               b.num_vars(), b.rows.size(), nnz,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const char* only = std::getenv("KORCH_BLP_SOLVER");  // "cbc" or "glpk"
+  const char* limit = std::getenv("KORCH_BLP_LIMIT");
   for (SolverChoice choice : {SolverChoice::kCbc, SolverChoice::kGlpk}) {
+    if (only != nullptr && std::string(only) != choice_name(choice)) continue;
     SolveOptions o;
     o.solver = choice;
-    o.time_limit_s = 120;
+    o.time_limit_s = limit ? std::atof(limit) : 120;
+    o.verbose = std::getenv("KORCH_BLP_VERBOSE") != nullptr;
     const SolveResult r = solve_blp(b, o);
     std::printf("%-5s %-11s objective %.6f bound %.6f gap %.2e  %.2f s\n", choice_name(choice),
                 solve_status_name(r.status), r.objective, r.bound, r.gap, r.seconds);
