@@ -36,6 +36,12 @@ DeviceSpec h200_spec();
 // Measures DRAM and cache bandwidth (copy/triad over buffers far larger / smaller than the cache)
 // with `threads` threads, and keeps cpu_spec()'s FLOP figures. Takes about a second.
 DeviceSpec measure_cpu_spec(int threads);
+// One measurement behind measure_cpu_spec(): the triad a[i] = b[i] + s*c[i] on `threads` threads,
+// each over its own three float arrays totalling working_set_bytes / threads (repeated within a
+// rep when small, so a rep lasts long enough to time); bytes/s of the fastest of `reps` timed reps
+// after one warm-up, counting two reads and one write per element (as STREAM does). Tests call it
+// with small sizes to stay fast.
+double measure_triad_bandwidth(int threads, double working_set_bytes, int reps);
 
 std::string device_spec_to_json(const DeviceSpec& s);
 // Throws korch::Error (kInvalid) naming the field when a field is missing or not a positive number.
