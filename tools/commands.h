@@ -19,6 +19,8 @@ Command add_demo(CLI::App& app);
 Command add_ops(CLI::App& app);
 Command add_fold(CLI::App& app);
 Command add_fission(CLI::App& app);
+Command add_compile(CLI::App& app);
+Command add_explain(CLI::App& app);
 // Runs fission; with `print`, reports primitive counts by kind and operators kept whole.
 korch::Graph fission_with_report(const korch::Graph& g, bool print);
 

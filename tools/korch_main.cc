@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   add("inspect", "Print what Korch knows about a model: ops, tensors, parameters, FLOPs, bytes", korch::cli::add_inspect);
   add("demo", "The main job on the built-in models: load, inspect, run", korch::cli::add_demo);
   add("fission", "Split operators into primitives and write the primitive graph as ONNX", korch::cli::add_fission);
+  add("compile", "Choose the cheapest kernels for a model and write the plan (plan.json) to an artifact directory",
+      korch::cli::add_compile);
+  add("explain", "Print an artifact's plan for a person: kernels, costs, why", korch::cli::add_explain);
   add("fold", "Write the model after the frontend (folded, simplified, static shapes) as ONNX", korch::cli::add_fold);
   add("ops", "List the supported ONNX operators and their opset ranges", korch::cli::add_ops);
   add("run", "Run a model on inputs from .npy files (or seeded random inputs)", korch::cli::add_run);

@@ -28,24 +28,32 @@ std::string unfusable_reason(const Graph& g, const KernelCandidate& c) {
     }
   }
   if (linear < 0) return "";
-  // A linear kernel is a library call plus an epilogue: every other primitive must consume a value
-  // computed inside the kernel (so it runs after the linear one) and be elementwise or broadcast.
+  // A linear kernel is a library call plus an epilogue: every other primitive must run after the
+  // linear one (consume a value computed inside the kernel) and be elementwise or broadcast. The
+  // exception is an epilogue operand computed from constants and graph inputs alone (an Expand of
+  // a bias): a library binary post-op reads such an operand broadcast.
   std::vector<bool> inside(g.values.size(), false);
   for (NodeId id : c.nodes)
     for (ValueId v : g.nodes[static_cast<size_t>(id)].outputs)
       if (v != kNoValue) inside[static_cast<size_t>(v)] = true;
+  const std::string& lin = g.nodes[static_cast<size_t>(linear)].op_type;
   for (NodeId id : c.nodes) {
     if (id == linear) continue;
     const Node& n = g.nodes[static_cast<size_t>(id)];
-    bool fed_inside = false;
-    for (ValueId v : n.inputs) fed_inside |= v != kNoValue && inside[static_cast<size_t>(v)];
-    if (!fed_inside || id < linear)
-      return fmt::format("{} before {}: linear kernels fuse epilogues only", n.op_type,
-                         g.nodes[static_cast<size_t>(linear)].op_type);
+    bool fed_inside = false, from_free_only = true;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) continue;
+      fed_inside |= inside[static_cast<size_t>(v)];
+      from_free_only &= g.value(v).producer < 0;
+    }
     const PrimitiveKind k = primitive_kind(g, n);
+    if (from_free_only && (k == PrimitiveKind::kElementwise || k == PrimitiveKind::kBroadcast ||
+                           k == PrimitiveKind::kLayout))
+      continue;
+    if (!fed_inside || id < linear)
+      return fmt::format("{} is not downstream of {}: linear kernels fuse epilogues only", n.op_type, lin);
     if (k != PrimitiveKind::kElementwise && k != PrimitiveKind::kBroadcast)
-      return fmt::format("{} ({}) after {}: linear epilogues are elementwise", n.op_type,
-                         primitive_kind_name(k), g.nodes[static_cast<size_t>(linear)].op_type);
+      return fmt::format("{} ({}) after {}: linear epilogues are elementwise", n.op_type, primitive_kind_name(k), lin);
   }
   return "";
 }

@@ -99,13 +99,27 @@ OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<Kerne
     if (is_free_value(g, v) || !outputs_done.insert(v).second) continue;
     m.blp.add_row(fmt::format("out_{}", v), sum_of(m.writers[static_cast<size_t>(v)]), 1, inf);
   }
-  for (int var = 0; var < m.blp.num_vars(); ++var) {
+  // Input rows through one materialisation variable per value read across kernels:
+  //   m_v <= sum(writers of v),   x_j <= m_v for each kernel j reading v.
+  // The same LP relaxation as x_j <= sum(writers of v) per (j, v) (m_v in [0, 1] adds no bound),
+  // with the writer list stored once per value instead of once per reader: on segment-sized
+  // instances that is most of the nonzeros.
+  const int kernel_vars = m.blp.num_vars();
+  std::vector<int>& materialised = m.materialised;
+  materialised.assign(g.values.size(), -1);
+  for (int var = 0; var < kernel_vars; ++var) {
     const KernelCandidate& c = candidates[static_cast<size_t>(m.candidate_of_var[static_cast<size_t>(var)])];
     for (ValueId v : c.inputs) {
       if (is_free_value(g, v)) continue;
-      auto terms = sum_of(m.writers[static_cast<size_t>(v)]);
-      terms.emplace_back(var, -1.0);
-      m.blp.add_row(fmt::format("in_{}_{}", var, v), std::move(terms), 0, inf);
+      int& mv = materialised[static_cast<size_t>(v)];
+      if (mv < 0) {
+        mv = m.blp.add_var(fmt::format("m{}", v), 0.0);
+        m.candidate_of_var.push_back(-1);
+        auto terms = sum_of(m.writers[static_cast<size_t>(v)]);
+        terms.emplace_back(mv, -1.0);
+        m.blp.add_row(fmt::format("write_{}", v), std::move(terms), 0, inf);
+      }
+      m.blp.add_row(fmt::format("read_{}_{}", var, v), {{mv, 1.0}, {var, -1.0}}, 0, inf);
     }
   }
   for (size_t id = 0; id < g.nodes.size(); ++id)
@@ -128,7 +142,12 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     sel.dp = shortest_path_over_states(g, candidates, costs, options.dp_state_limit);
     if (sel.dp.feasible) {
       warm.assign(static_cast<size_t>(m.blp.num_vars()), 0.0);
-      for (int c : sel.dp.chosen) warm[static_cast<size_t>(m.var_of_candidate[static_cast<size_t>(c)])] = 1.0;
+      for (int c : sel.dp.chosen) {
+        const KernelCandidate& k = candidates[static_cast<size_t>(c)];
+        warm[static_cast<size_t>(m.var_of_candidate[static_cast<size_t>(c)])] = 1.0;
+        for (ValueId v : k.inputs)
+          if (m.materialised[static_cast<size_t>(v)] >= 0) warm[static_cast<size_t>(m.materialised[static_cast<size_t>(v)])] = 1.0;
+      }
       KORCH_CHECK(m.blp.feasible(warm));
     }
     say(sel.dp.completed
@@ -160,7 +179,8 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     }
     std::vector<int> chosen;
     for (int var = 0; var < m.blp.num_vars(); ++var)
-      if (r.x[static_cast<size_t>(var)] > 0.5) chosen.push_back(m.candidate_of_var[static_cast<size_t>(var)]);
+      if (r.x[static_cast<size_t>(var)] > 0.5 && m.candidate_of_var[static_cast<size_t>(var)] >= 0)
+        chosen.push_back(m.candidate_of_var[static_cast<size_t>(var)]);
     ScheduleResult s = schedule(g, candidates, chosen);
     if (s.ok) {
       sel.solve = std::move(r);

@@ -7,7 +7,8 @@
 //         output rows   each graph output is written by a selected kernel
 //         input rows    x_j <= sum of the selected writers of each value kernel j reads
 //                       (recompute allowed: a value may be written by several kernels, a primitive
-//                       computed by several)
+//                       computed by several), stated through a variable m_v per value
+//                       ("materialised"): x_j <= m_v <= sum(writers of v)
 //         live rows     each primitive is inside some selected kernel. Valid (every primitive is
 //                       live after dead-code elimination, so some kernel must compute it) and what
 //                       makes the LP relaxation tight: without them x_j = 1/2 chains satisfy the
@@ -50,9 +51,10 @@ struct OrchestrateOptions {
 // The BLP for a candidate list and its costs, with the variable -> candidate map.
 struct OrchestrationBlp {
   Blp blp;
-  std::vector<int> candidate_of_var;
+  std::vector<int> candidate_of_var;   // -1 for the materialisation variables m_v
   std::vector<int> var_of_candidate;  // -1 when the candidate takes no part
   std::vector<std::vector<int>> writers;  // per value: vars whose kernel writes it
+  std::vector<int> materialised;          // per value: its m_v variable, -1 if no kernel reads it
 };
 OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<KernelCandidate>& candidates,
                                          const std::vector<double>& costs, bool allow_recompute);

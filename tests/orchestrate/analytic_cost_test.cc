@@ -148,7 +148,7 @@ TEST(AnalyticCost, UnfusableCandidateIsInfeasibleWithTheReason) {
   const KernelCost k = AnalyticCost(toy_spec()).cost(g, candidate({2, 3}, {a, b}, {z}, 1));
   EXPECT_FALSE(k.feasible());
   EXPECT_TRUE(std::isinf(k.seconds));
-  EXPECT_EQ(k.reason, "Relu before MatMul: linear kernels fuse epilogues only");
+  EXPECT_EQ(k.reason, "Relu is not downstream of MatMul: linear kernels fuse epilogues only");
 }
 
 TEST(AnalyticCost, BuiltInSpecsAreSane) {

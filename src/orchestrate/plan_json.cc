@@ -1,0 +1,81 @@
+#include "orchestrate/plan_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "ir/primitive.h"
+
+namespace korch {
+
+std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,
+                         const PlanMetadata& meta) {
+  using nlohmann::json;
+  json j;
+  j["format"] = "korch-plan";
+  j["version"] = 1;
+  j["model"] = meta.model;
+  j["device"] = meta.device;
+  j["cost_model"] = meta.cost_model;
+  j["device_spec"] = meta.device_spec_json.empty() ? json() : json::parse(meta.device_spec_json);
+  j["options"] = {{"max_primitives", options.candidates.max_primitives},
+                  {"max_linear", options.candidates.max_linear},
+                  {"minimal_output_sets", options.candidates.offer_minimal_outputs},
+                  {"allow_recompute", options.allow_recompute},
+                  {"time_limit_s", options.time_limit_s},
+                  {"rel_gap", options.rel_gap},
+                  {"state_limit", options.dp_state_limit}};
+  j["graph"] = {{"primitives", g.nodes.size()}, {"kinds", primitive_counts(g)}};
+  json examples = json::array();
+  for (const RejectedCandidate& e : r.candidates.rejected_examples) {
+    json names = json::array();
+    for (NodeId id : e.nodes) names.push_back(g.nodes[static_cast<size_t>(id)].name);
+    examples.push_back({{"primitives", names}, {"reason", e.reason}});
+  }
+  j["candidates"] = {{"count", r.candidates.candidates.size()},
+                     {"connected_sets", r.candidates.connected_sets},
+                     {"infeasible", r.infeasible},
+                     {"rejected", r.candidates.rejected},
+                     {"infeasible_reasons", r.infeasible_reasons},
+                     {"rejected_examples", examples}};
+  const DpResult& dp = r.selection.dp;
+  j["states"] = {{"completed", dp.completed}, {"count", dp.states},
+                 {"no_recompute_cost_s", dp.feasible ? json(dp.cost) : json()}, {"seconds", dp.seconds}};
+  const SolveResult& s = r.selection.solve;
+  j["solver"] = {{"source", r.selection.source}, {"name", s.solver}, {"status", solve_status_name(s.status)},
+                 {"objective_s", r.selection.objective}, {"bound_s", s.bound}, {"gap", s.gap},
+                 {"seconds", s.seconds}, {"cycle_cuts", r.selection.cycle_cuts},
+                 {"variables", r.selection.variables}, {"rows", r.selection.rows}, {"log", s.log}};
+  j["cost"] = {{"plan_s", r.plan.total_seconds()}, {"unfused_s", r.unfused_seconds}};
+  json timing = meta.timing;
+  timing["enumerate"] = r.enumerate_s;
+  timing["cost"] = r.cost_s;
+  timing["select"] = r.select_s;
+  j["timing"] = timing;
+
+  std::vector<int> times_computed(g.nodes.size(), 0);
+  for (const PlannedKernel& k : r.plan.kernels)
+    for (NodeId id : k.nodes) ++times_computed[static_cast<size_t>(id)];
+  json kernels = json::array();
+  for (size_t step = 0; step < r.plan.kernels.size(); ++step) {
+    const PlannedKernel& k = r.plan.kernels[step];
+    json prims = json::array(), recomputed = json::array(), ins = json::array(), outs = json::array();
+    for (NodeId id : k.nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      prims.push_back({{"name", n.name}, {"op_type", n.op_type},
+                       {"kind", primitive_kind_name(primitive_kind(g, n))}});
+      if (times_computed[static_cast<size_t>(id)] > 1) recomputed.push_back(n.name);
+    }
+    for (ValueId v : k.inputs) ins.push_back(g.value(v).name);
+    for (ValueId v : k.outputs) outs.push_back(g.value(v).name);
+    kernels.push_back({{"step", step}, {"primitives", prims}, {"inputs", ins}, {"outputs", outs},
+                       {"cost_s", k.seconds}, {"note", k.cost_note}, {"recomputed", recomputed}});
+  }
+  j["kernels"] = kernels;
+  json tensors = json::array();
+  for (const PlannedTensor& t : r.plan.tensors)
+    tensors.push_back({{"name", g.value(t.value).name}, {"bytes", t.bytes}, {"producer", t.producer},
+                       {"last_use", t.last_use}});
+  j["tensors"] = tensors;
+  return j.dump(1);
+}
+
+}  // namespace korch

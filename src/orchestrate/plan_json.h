@@ -1,0 +1,33 @@
+// plan.json: the orchestrator's decision and everything needed to explain it.
+//
+// Written by `korch compile`, read by `korch explain` and (with issue 5) the runtime. Costs are in
+// seconds; names are the graph's value and node names. Layout (version 1):
+//   { "format": "korch-plan", "version": 1, "model", "device", "cost_model", "device_spec",
+//     "options": {...}, "graph": {"primitives", "kinds": {kind: count}},
+//     "candidates": {"count", "connected_sets", "infeasible", "rejected": {reason: n},
+//                    "infeasible_reasons": {reason: n}, "rejected_examples": [...]},
+//     "states": {"completed", "count", "no_recompute_cost_s", "seconds"},
+//     "solver": {"source", "name", "status", "objective_s", "bound_s", "gap", "seconds",
+//                "cycle_cuts", "variables", "rows", "log"},
+//     "cost": {"plan_s", "unfused_s"}, "timing": {phase: seconds},
+//     "kernels": [{"step", "primitives": [{"name", "op_type", "kind"}], "inputs", "outputs",
+//                  "cost_s", "note", "recomputed"}],
+//     "tensors": [{"name", "bytes", "producer", "last_use"}] }
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "orchestrate/orchestrate.h"
+
+namespace korch {
+
+struct PlanMetadata {
+  std::string model, device, cost_model, device_spec_json;
+  std::map<std::string, double> timing;  // phase -> seconds (load, lower, ... total)
+};
+
+std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,
+                         const PlanMetadata& meta);
+
+}  // namespace korch

@@ -1,0 +1,103 @@
+// korch explain ARTIFACT_DIR: the plan in plan.json, for a person.
+//
+// Prints the solver's verdict (status, objective, bound, gap, time), where the time goes (plan vs
+// one kernel per primitive), why candidates were dropped, then one line per kernel: its cost, what
+// bounds it, its primitives, and which of them are recomputed elsewhere.
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "support/error.h"
+#include "support/strings.h"
+
+namespace korch::cli {
+
+namespace {
+
+std::string ops_of(const nlohmann::json& prims, size_t max_len) {
+  std::string s;
+  for (const auto& p : prims) s += (s.empty() ? "" : "+") + p.at("op_type").get<std::string>();
+  if (s.size() > max_len) s = s.substr(0, max_len - 3) + "...";
+  return s;
+}
+
+}  // namespace
+
+Command add_explain(CLI::App& app) {
+  struct Opts {
+    std::string dir;
+    int top = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  app.add_option("artifact", o->dir, "Artifact directory written by korch compile")->required();
+  app.add_option("--top", o->top, "Only the N most expensive kernels (0 = all, in execution order)");
+  return [o]() {
+    const std::filesystem::path path = std::filesystem::path(o->dir) / "plan.json";
+    std::ifstream f(path);
+    if (!f) fail_io("cannot read {}: is {} an artifact directory written by korch compile?", path.string(), o->dir);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(f);
+      if (j.value("format", "") != "korch-plan") fail("{} is not a Korch plan (format field)", path.string());
+      if (j.value("version", 0) != 1) fail("{}: plan version {} is not supported (expected 1)", path.string(), j.value("version", 0));
+      const auto& s = j.at("solver");
+      const auto& c = j.at("cost");
+      const double plan_s = c.at("plan_s"), unfused_s = c.at("unfused_s");
+      fmt::print("plan for {} on {} ({})\n", j.at("model").get<std::string>(), j.at("device").get<std::string>(),
+                 j.at("cost_model").get<std::string>());
+      fmt::print("  {} primitives -> {} kernels; estimated {:.1f} us, one kernel per primitive {:.1f} us ({:.2f}x)\n",
+                 j.at("graph").at("primitives").get<int64_t>(), j.at("kernels").size(), plan_s * 1e6,
+                 unfused_s * 1e6, unfused_s / std::max(plan_s, 1e-30));
+      fmt::print("  solver: {} via {}, status {}, objective {:.3f} us, bound {:.3f} us, gap {:.3g}%, {:.2f} s{}\n",
+                 s.at("source").get<std::string>(), s.at("name").get<std::string>(),
+                 s.at("status").get<std::string>(), s.at("objective_s").get<double>() * 1e6,
+                 s.at("bound_s").get<double>() * 1e6, 100 * s.at("gap").get<double>(), s.at("seconds").get<double>(),
+                 s.at("cycle_cuts").get<int>() ? fmt::format(", {} cycle cuts", s.at("cycle_cuts").get<int>()) : "");
+      const auto& st = j.at("states");
+      if (st.at("completed").get<bool>() && !st.at("no_recompute_cost_s").is_null())
+        fmt::print("  without recompute the best is {:.1f} us ({} execution states searched)\n",
+                   st.at("no_recompute_cost_s").get<double>() * 1e6, st.at("count").get<int64_t>());
+      else
+        fmt::print("  no-recompute search stopped at its state limit ({} states)\n", st.at("count").get<int64_t>());
+      const auto& cand = j.at("candidates");
+      fmt::print("  candidates: {} from {} convex subgraphs; {} cannot be emitted\n", cand.at("count").get<int64_t>(),
+                 cand.at("connected_sets").get<int64_t>(), cand.at("infeasible").get<int64_t>());
+      for (const auto& [reason, n] : cand.at("infeasible_reasons").items())
+        fmt::print("    {:>8} not emittable: {}\n", n.get<int64_t>(), reason);
+      for (const auto& [reason, n] : cand.at("rejected").items())
+        fmt::print("    {:>8} growth steps pruned: {}\n", n.get<int64_t>(), reason);
+
+      std::vector<size_t> order(j.at("kernels").size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      const auto& ks = j.at("kernels");
+      if (o->top > 0) {
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+          return ks[a].at("cost_s").get<double>() > ks[b].at("cost_s").get<double>();
+        });
+        if (order.size() > static_cast<size_t>(o->top)) order.resize(static_cast<size_t>(o->top));
+      }
+      fmt::print("\n  {:>4}  {:>10}  {:>5}  {:<26}  {}\n", "step", "cost (us)", "prims", "bound by", "primitives -> outputs");
+      for (size_t i : order) {
+        const auto& k = ks[i];
+        std::string outs;
+        for (const auto& v : k.at("outputs")) outs += (outs.empty() ? "" : ", ") + v.get<std::string>();
+        if (outs.size() > 60) outs = outs.substr(0, 57) + "...";
+        fmt::print("  {:>4}  {:>10.2f}  {:>5}  {:<26}  {} -> {}\n", k.at("step").get<int>(),
+                   k.at("cost_s").get<double>() * 1e6, k.at("primitives").size(), k.at("note").get<std::string>(),
+                   ops_of(k.at("primitives"), 70), outs);
+        if (!k.at("recomputed").empty()) {
+          std::string r;
+          for (const auto& v : k.at("recomputed")) r += (r.empty() ? "" : ", ") + v.get<std::string>();
+          fmt::print("  {:>4}  {:>10}  {:>5}  recomputes (also in another kernel): {}\n", "", "", "", r);
+        }
+      }
+    } catch (const nlohmann::json::exception& e) {
+      fail("{} is malformed: {}", path.string(), e.what());
+    }
+    return 0;
+  };
+}
+
+}  // namespace korch::cli
