@@ -7,6 +7,7 @@
 
 #include "ir/primitive.h"
 #include "orchestrate/graph_index.h"
+#include "orchestrate/kernel_cost.h"
 #include "support/error.h"
 
 namespace korch {
@@ -66,6 +67,7 @@ class Closure {
   explicit Closure(const GraphIndex& gi) : gi_(gi), fwd_(gi.num_nodes(), 0), bwd_(gi.num_nodes(), 0) {}
 
   bool compute(const std::vector<NodeId>& x, size_t cap, std::vector<NodeId>& out) {
+    if (x.size() > cap) return false;
     ++stamp_;
     const NodeId lo = x.front(), hi = x.back();
     stack_.assign(x.begin(), x.end());
@@ -205,6 +207,15 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
         if (linear > options.max_linear) {
           out.reject(closed, too_linear);
           continue;
+        }
+        if (options.prune_unfusable) {
+          KernelCandidate probe;
+          probe.nodes = closed;
+          std::string why = unfusable_reason(g, probe);
+          if (!why.empty()) {
+            out.reject(closed, why);
+            continue;
+          }
         }
         record(closed);
         work.push_back(closed);

@@ -47,6 +47,10 @@ struct CandidateOptions {
   int max_primitives = 8;
   int max_linear = 1;
   bool offer_minimal_outputs = true;  // false: no-recompute candidates only (full output sets)
+  // Drop sets that unfusable_reason() (kernel_cost.h) rejects, and stop growing them: the rule is
+  // closed under convex supersets (an offending primitive stays offending), and every convex
+  // subset of an emittable set is emittable, so no emittable candidate is lost.
+  bool prune_unfusable = true;
   int64_t max_candidates = 4'000'000; // safety stop: enumeration throws kUnsupported beyond it
 };
 

@@ -137,24 +137,30 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   OrchestrationBlp m = build_orchestration_blp(g, candidates, costs, options.allow_recompute);
   sel.variables = m.blp.num_vars();
 
-  std::vector<double> warm;
+  // Warm start: the no-recompute optimum when the state search finishes, else one kernel per
+  // primitive (always a valid plan when every singleton can be emitted).
+  std::vector<int> warm_kernels;
   if (options.dp_state_limit > 0) {
     sel.dp = shortest_path_over_states(g, candidates, costs, options.dp_state_limit);
-    if (sel.dp.feasible) {
-      warm.assign(static_cast<size_t>(m.blp.num_vars()), 0.0);
-      for (int c : sel.dp.chosen) {
-        const KernelCandidate& k = candidates[static_cast<size_t>(c)];
-        warm[static_cast<size_t>(m.var_of_candidate[static_cast<size_t>(c)])] = 1.0;
-        for (ValueId v : k.inputs)
-          if (m.materialised[static_cast<size_t>(v)] >= 0) warm[static_cast<size_t>(m.materialised[static_cast<size_t>(v)])] = 1.0;
-      }
-      KORCH_CHECK(m.blp.feasible(warm));
-    }
     say(sel.dp.completed
             ? fmt::format("no-recompute optimum over {} execution states: {:.6g} ({:.2f} s)", sel.dp.states,
                           sel.dp.cost, sel.dp.seconds)
-            : fmt::format("execution states: more than {} (limit), no warm start", options.dp_state_limit));
+            : fmt::format("execution states: more than {} (limit); warm start: one kernel per primitive",
+                          options.dp_state_limit));
+    if (sel.dp.feasible) warm_kernels = sel.dp.chosen;
   }
+  if (warm_kernels.empty()) {
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (candidates[i].nodes.size() == 1 && !candidates[i].minimal_outputs && m.var_of_candidate[i] >= 0)
+        warm_kernels.push_back(static_cast<int>(i));
+  }
+  std::vector<double> warm(static_cast<size_t>(m.blp.num_vars()), 0.0);
+  for (int c : warm_kernels) {
+    warm[static_cast<size_t>(m.var_of_candidate[static_cast<size_t>(c)])] = 1.0;
+    for (ValueId v : candidates[static_cast<size_t>(c)].inputs)
+      if (m.materialised[static_cast<size_t>(v)] >= 0) warm[static_cast<size_t>(m.materialised[static_cast<size_t>(v)])] = 1.0;
+  }
+  if (!m.blp.feasible(warm)) warm.clear();
 
   for (int round = 0;; ++round) {
     SolveOptions so;

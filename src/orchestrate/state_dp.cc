@@ -75,14 +75,21 @@ DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandi
   const int n = gi.num_nodes();
   DpResult r;
 
-  // Candidates usable without recompute, indexed by their first (smallest) node, which is always
-  // one of their sources; and their predecessors outside themselves.
+  // Candidates usable without recompute, indexed by an anchor node that must be ready for them to
+  // run; and their predecessors outside themselves.
   std::vector<std::vector<int>> by_first(static_cast<size_t>(n));
   std::vector<std::vector<NodeId>> ext_preds(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     const KernelCandidate& c = candidates[i];
     if (c.minimal_outputs || !std::isfinite(costs[i]) || c.nodes.empty()) continue;
-    by_first[static_cast<size_t>(c.nodes.front())].push_back(static_cast<int>(i));
+    // Anchor: the first primitive that is not a source (sources are always ready; see below).
+    NodeId anchor = c.nodes.front();
+    for (NodeId v : c.nodes)
+      if (!gi.preds[static_cast<size_t>(v)].empty()) {
+        anchor = v;
+        break;
+      }
+    by_first[static_cast<size_t>(anchor)].push_back(static_cast<int>(i));
     for (NodeId v : c.nodes)
       for (NodeId p : gi.preds[static_cast<size_t>(v)])
         if (!std::binary_search(c.nodes.begin(), c.nodes.end(), p)) ext_preds[i].push_back(p);
@@ -92,7 +99,11 @@ DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandi
   // least two positions earlier. far[m] = {w > m + 1 : every predecessor of w is <= m}.
   std::vector<std::vector<NodeId>> far(static_cast<size_t>(n) + 1);
   for (NodeId w = 0; w < n; ++w) {
-    const NodeId maxpred = gi.preds[static_cast<size_t>(w)].empty() ? -1 : gi.preds[static_cast<size_t>(w)].back();
+    // A source with consumers is only ever pulled in by them (below), never an anchor itself.
+    if (gi.preds[static_cast<size_t>(w)].empty() && !gi.succs[static_cast<size_t>(w)].empty()) continue;
+    NodeId maxpred = -1;  // last predecessor that is not a source (sources are pulled in)
+    for (NodeId p : gi.preds[static_cast<size_t>(w)])
+      if (!gi.preds[static_cast<size_t>(p)].empty()) maxpred = p;
     for (NodeId m = std::max(maxpred, 0); m < w - 1; ++m) far[static_cast<size_t>(m)].push_back(w);
   }
 
