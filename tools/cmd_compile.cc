@@ -40,7 +40,7 @@ Command add_compile(CLI::App& app) {
   struct Opts {
     std::string model, out, device = "cpu", cost = "analytic", spec_file, solver = "auto", dump_blp;
     bool measure_device = false, no_recompute = false, quiet = false, verbose_solver = false;
-    int max_prims = 8, max_linear = 1;
+    int max_prims = 8, max_linear = 1, max_fanout = 4;
     double time_limit = 60, gap = 0;
     int64_t state_limit = 200000;
     LoadFlags load;
@@ -55,6 +55,8 @@ Command add_compile(CLI::App& app) {
   app.add_flag("--measure-device", o->measure_device, "Measure this CPU's bandwidth for the analytic model (~1 s)");
   app.add_option("--max-kernel-size", o->max_prims, "Most primitives in one candidate kernel")->check(CLI::Range(1, 64));
   app.add_option("--max-linear", o->max_linear, "Most linear primitives in one candidate kernel")->check(CLI::Range(0, 8));
+  app.add_option("--max-fanout", o->max_fanout, "Most consumers of one primitive inside one candidate kernel")
+      ->check(CLI::Range(1, 64));
   app.add_flag("--no-recompute", o->no_recompute, "Disjoint kernels only (each primitive computed once)");
   app.add_option("--time-limit", o->time_limit, "Solver time limit in seconds (the best plan and its gap are kept)")
       ->check(CLI::PositiveNumber);
@@ -100,6 +102,7 @@ Command add_compile(CLI::App& app) {
     OrchestrateOptions opt;
     opt.candidates.max_primitives = o->max_prims;
     opt.candidates.max_linear = o->max_linear;
+    opt.candidates.max_fanout = o->max_fanout;
     opt.candidates.offer_minimal_outputs = !o->no_recompute;
     opt.allow_recompute = !o->no_recompute;
     opt.time_limit_s = o->time_limit;

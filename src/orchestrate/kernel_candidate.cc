@@ -162,6 +162,7 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
   Closure closure(gi);
   std::vector<NodeId> grown, closed;
   const std::string too_big = fmt::format("more than {} primitives", options.max_primitives);
+  const std::string too_wide = fmt::format("more than {} consumers of one primitive", options.max_fanout);
   const std::string too_linear = fmt::format("more than {} linear primitives", options.max_linear);
   for (NodeId seed = 0; seed < n; ++seed) {
     std::vector<NodeId> single{seed};
@@ -206,6 +207,16 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
         }
         if (linear > options.max_linear) {
           out.reject(closed, too_linear);
+          continue;
+        }
+        bool fan_ok = true;
+        for (NodeId v : closed) {
+          int inside = 0;
+          for (NodeId s : gi.succs[static_cast<size_t>(v)]) inside += std::binary_search(closed.begin(), closed.end(), s);
+          fan_ok &= inside <= options.max_fanout;
+        }
+        if (!fan_ok) {
+          out.reject(closed, too_wide);
           continue;
         }
         if (options.prune_unfusable) {

@@ -12,7 +12,8 @@
 //   * Weakly connected convex subsets (through producer -> consumer edges inside the subset). A
 //     disconnected kernel is two kernels launched together; it saves a launch only, which the
 //     plan's sum of costs cannot express anyway, and it multiplies the count combinatorially.
-//   * At most `max_primitives` primitives and `max_linear` linear primitives per kernel. The
+//   * At most `max_primitives` primitives, `max_linear` linear primitives, and `max_fanout`
+//     consumers of any one primitive per kernel. The
 //     enumeration grows connected sets and prunes a set as soon as its convex closure breaks a
 //     cap: every convex superset contains the closure, so nothing within the caps is lost.
 //   * Opaque primitives (TopK, LSTM, ...) and operators left whole are kernels alone.
@@ -46,6 +47,11 @@ struct KernelCandidate {
 struct CandidateOptions {
   int max_primitives = 8;
   int max_linear = 1;
+  // Most consumers of one primitive inside a kernel. A value read by many primitives (the 20
+  // Slices of a detection head) would otherwise put every 7-subset of its readers into a kernel
+  // with it: C(20, 7) = 77k candidates that differ only in which reads share a pass. Closed
+  // under supersets like the other caps, so pruning stays exact for the capped space.
+  int max_fanout = 4;
   bool offer_minimal_outputs = true;  // false: no-recompute candidates only (full output sets)
   // Drop sets that unfusable_reason() (kernel_cost.h) rejects, and stop growing them: the rule is
   // closed under convex supersets (an offending primitive stays offending), and every convex

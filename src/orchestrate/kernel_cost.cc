@@ -30,7 +30,7 @@ std::string unfusable_reason(const Graph& g, const KernelCandidate& c) {
   if (linear < 0) return "";
   // A linear kernel is a library call plus an epilogue: every other primitive must run after the
   // linear one (consume a value computed inside the kernel) and be elementwise or broadcast. The
-  // exception is an epilogue operand computed from constants and graph inputs alone (an Expand of
+  // exception is an epilogue operand computed from constants alone (an Expand of
   // a bias): a library binary post-op reads such an operand broadcast.
   std::vector<bool> inside(g.values.size(), false);
   for (NodeId id : c.nodes)
@@ -44,8 +44,10 @@ std::string unfusable_reason(const Graph& g, const KernelCandidate& c) {
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
       fed_inside |= inside[static_cast<size_t>(v)];
-      from_free_only &= g.value(v).producer < 0;
+      from_free_only &= g.value(v).is_constant();
     }
+    for (ValueId out : n.outputs)  // an operand of the linear primitive itself is a prologue
+      for (ValueId in : g.nodes[static_cast<size_t>(linear)].inputs) from_free_only &= out != in;
     const PrimitiveKind k = primitive_kind(g, n);
     if (from_free_only && (k == PrimitiveKind::kElementwise || k == PrimitiveKind::kBroadcast ||
                            k == PrimitiveKind::kLayout))

@@ -83,7 +83,8 @@ KernelPlan make_plan(const Graph& g, const std::vector<KernelCandidate>& candida
   }
   const int end = static_cast<int>(plan.kernels.size());
   for (ValueId v : g.outputs) last_use[static_cast<size_t>(v)] = end;
-  for (PlannedTensor& t : plan.tensors) t.last_use = last_use[static_cast<size_t>(t.value)];
+  // A value no later kernel reads (its readers recompute it) lives only for its own step.
+  for (PlannedTensor& t : plan.tensors) t.last_use = std::max(t.producer, last_use[static_cast<size_t>(t.value)]);
   return plan;
 }
 

@@ -134,7 +134,16 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     if (options.progress) options.progress(s);
   };
   Selection sel;
-  OrchestrationBlp m = build_orchestration_blp(g, candidates, costs, options.allow_recompute);
+  // Solvers compare objective values with absolute tolerances around 1e-6..1e-9; costs in seconds
+  // (microsecond kernels) would fall under them and a worse plan would pass as optimal. Scale so
+  // the most expensive kernel costs 1000.
+  double max_cost = 0;
+  for (double c : costs)
+    if (std::isfinite(c)) max_cost = std::max(max_cost, c);
+  const double scale = max_cost > 0 ? 1000.0 / max_cost : 1.0;
+  std::vector<double> scaled(costs.size());
+  for (size_t i = 0; i < costs.size(); ++i) scaled[i] = costs[i] * scale;
+  OrchestrationBlp m = build_orchestration_blp(g, candidates, scaled, options.allow_recompute);
   sel.variables = m.blp.num_vars();
 
   // Warm start: the no-recompute optimum when the state search finishes, else one kernel per
@@ -170,6 +179,8 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     so.solver = options.solver;
     so.verbose = options.verbose;
     SolveResult r = solve_blp(m.blp, so);
+    r.objective /= scale;
+    r.bound /= scale;
     sel.rows = static_cast<int64_t>(m.blp.rows.size());
     if (r.status == SolveStatus::kInfeasible)
       fail("no plan exists: the kernel selection program is infeasible ({} candidates)", candidates.size());

@@ -18,6 +18,7 @@ std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const Orche
   j["device_spec"] = meta.device_spec_json.empty() ? json() : json::parse(meta.device_spec_json);
   j["options"] = {{"max_primitives", options.candidates.max_primitives},
                   {"max_linear", options.candidates.max_linear},
+                  {"max_fanout", options.candidates.max_fanout},
                   {"minimal_output_sets", options.candidates.offer_minimal_outputs},
                   {"allow_recompute", options.allow_recompute},
                   {"time_limit_s", options.time_limit_s},

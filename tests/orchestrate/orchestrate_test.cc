@@ -1,0 +1,335 @@
+// Kernel selection against independent oracles on random DAGs:
+//   * with recompute: a Dijkstra search over "which values exist so far" (any sequence of kernel
+//     runs, each reading only existing values) finds the true optimum; the BLP must match it.
+//   * without recompute: the execution-state DP and the BLP restricted to disjoint kernels must
+//     agree.
+// Plus the kept case where recompute strictly wins under the analytic model, and a hand-built
+// unschedulable selection that the cycle cut must repair.
+#include "orchestrate/orchestrate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <set>
+#include <queue>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "ir/text_format.h"
+#include "orchestrate/analytic_cost.h"
+#include "orchestrate/graph_index.h"
+
+namespace korch {
+namespace {
+
+// A random DAG of `n` elementwise primitives over f32[8]: node i reads one or two of {input x,
+// earlier nodes}; every node without a consumer is a graph output, plus a few random others.
+Graph random_dag(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string text = "graph r (opset 17) {\n  input x: f32[8]\n";
+  std::vector<std::string> names = {"x"};
+  std::vector<int> uses(static_cast<size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    const std::string name = fmt::format("v{}", i);
+    // Prefer recent values so the graphs have depth, sometimes reach far back for skips.
+    auto pick = [&] {
+      const int k = static_cast<int>(names.size());
+      const int back = std::uniform_int_distribution<int>(0, std::min(k - 1, rng() % 4 == 0 ? k - 1 : 2))(rng);
+      return k - 1 - back;
+    };
+    const int a = pick();
+    if (a > 0) ++uses[static_cast<size_t>(a - 1)];
+    if (rng() % 2) {
+      const int b = pick();
+      if (b > 0) ++uses[static_cast<size_t>(b - 1)];
+      text += fmt::format("  %{}: f32[8] = {}({}, {})\n", name, rng() % 2 ? "Add" : "Mul", names[static_cast<size_t>(a)],
+                          names[static_cast<size_t>(b)]);
+    } else {
+      text += fmt::format("  %{}: f32[8] = {}({})\n", name, rng() % 2 ? "Relu" : "Neg", names[static_cast<size_t>(a)]);
+    }
+    names.push_back(name);
+  }
+  std::string outs;
+  for (int i = 0; i < n; ++i)
+    if (uses[static_cast<size_t>(i)] == 0 || rng() % 6 == 0) outs += (outs.empty() ? "" : ", ") + names[static_cast<size_t>(i + 1)];
+  text += "  output " + outs + "\n}\n";
+  return parse_graph(text);
+}
+
+// Dijkstra over sets of existing node values (bit i = value of node i). A step runs any candidate
+// whose inputs exist and adds its outputs. Exact for plans with recompute (running a kernel twice
+// never helps, so sets of kernels and sequences of runs reach the same optimum).
+double brute_force_optimum(const Graph& g, const std::vector<KernelCandidate>& cands, const std::vector<double>& costs) {
+  const int n = static_cast<int>(g.nodes.size());
+  auto bit = [&](ValueId v) { return uint32_t{1} << g.value(v).producer; };
+  uint32_t goal = 0;
+  for (ValueId v : g.outputs) goal |= bit(v);
+  std::vector<uint32_t> need(cands.size(), 0), give(cands.size(), 0);
+  for (size_t i = 0; i < cands.size(); ++i) {
+    for (ValueId v : cands[i].inputs)
+      if (!is_free_value(g, v)) need[i] |= bit(v);
+    for (ValueId v : cands[i].outputs) give[i] |= bit(v);
+  }
+  std::vector<double> dist(size_t{1} << n, std::numeric_limits<double>::infinity());
+  using Item = std::pair<double, uint32_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
+  dist[0] = 0;
+  q.push({0, 0});
+  while (!q.empty()) {
+    auto [d, s] = q.top();
+    q.pop();
+    if (d > dist[s]) continue;
+    if ((s & goal) == goal) return d;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if ((need[i] & s) != need[i] || (give[i] & ~s) == 0 || !std::isfinite(costs[i])) continue;
+      const uint32_t t = s | give[i];
+      if (d + costs[i] < dist[t]) {
+        dist[t] = d + costs[i];
+        q.push({dist[t], t});
+      }
+    }
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+std::vector<double> random_costs(const std::vector<KernelCandidate>& cands, uint32_t seed) {
+  // Costs that reward fusion on average (sublinear in size) but vary enough that recompute,
+  // minimal output sets and odd partitions all get chosen somewhere.
+  std::mt19937 rng(seed);
+  std::vector<double> c;
+  for (const KernelCandidate& k : cands)
+    c.push_back(std::round(std::uniform_real_distribution<double>(2, 6)(rng) * std::sqrt(k.nodes.size()) +
+                           static_cast<double>(k.outputs.size())));
+  return c;
+}
+
+CandidateOptions unbounded() {
+  CandidateOptions o;
+  o.max_primitives = 64;
+  o.max_fanout = 64;
+  return o;
+}
+
+OrchestrateOptions exact(bool recompute) {
+  OrchestrateOptions o;
+  o.allow_recompute = recompute;
+  o.time_limit_s = 30;
+  return o;
+}
+
+TEST(Orchestrate, BlpMatchesBruteForceWithRecompute) {
+  int seeds = 0, recompute_won = 0, cuts = 0;
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    const int n = 3 + static_cast<int>(seed % 10);  // 3..12 primitives
+    const Graph g = random_dag(n, seed);
+    const CandidateSet cs = enumerate_candidates(g, unbounded());
+    const std::vector<double> costs = random_costs(cs.candidates, seed * 7919u);
+    const double truth = brute_force_optimum(g, cs.candidates, costs);
+    ASSERT_TRUE(std::isfinite(truth)) << "seed " << seed;
+    OrchestrateOptions opt = exact(true);
+    opt.dp_state_limit = seed % 2 ? 100000 : 0;  // with and without the warm start
+    const Selection sel = select_kernels(g, cs.candidates, costs, opt);
+    ASSERT_EQ(sel.solve.status, SolveStatus::kOptimal) << "seed " << seed;
+    ASSERT_NEAR(sel.objective, truth, 1e-6) << "seed " << seed << "\n" << print_graph(g);
+    const KernelPlan plan = make_plan(g, cs.candidates, sel.order, costs, {});
+    ASSERT_NO_THROW(verify_plan(g, plan)) << "seed " << seed;
+    EXPECT_NEAR(plan.total_seconds(), truth, 1e-6) << "seed " << seed;
+    const DpResult dp = shortest_path_over_states(g, cs.candidates, costs, 1000000);
+    ASSERT_TRUE(dp.completed && dp.feasible);
+    EXPECT_LE(truth, dp.cost + 1e-9);
+    recompute_won += truth < dp.cost - 1e-9;
+    cuts += sel.cycle_cuts;
+    ++seeds;
+  }
+  // The instances must exercise what they test: recompute has to win somewhere.
+  EXPECT_GT(recompute_won, 10) << "of " << seeds << " seeds";
+  RecordProperty("recompute_won", recompute_won);
+  RecordProperty("cycle_cuts", cuts);
+}
+
+TEST(Orchestrate, DpMatchesDisjointBlp) {
+  for (uint32_t seed = 1; seed <= 300; ++seed) {
+    const int n = 3 + static_cast<int>(seed % 10);
+    const Graph g = random_dag(n, seed + 1000);
+    CandidateOptions co = unbounded();
+    co.offer_minimal_outputs = seed % 3 != 0;  // the disjoint BLP must ignore minimal variants
+    const CandidateSet cs = enumerate_candidates(g, co);
+    const std::vector<double> costs = random_costs(cs.candidates, seed * 104729u);
+    const DpResult dp = shortest_path_over_states(g, cs.candidates, costs, 1000000);
+    ASSERT_TRUE(dp.completed && dp.feasible) << "seed " << seed;
+    OrchestrateOptions opt = exact(false);
+    opt.dp_state_limit = 0;  // no warm start: the BLP finds it on its own
+    const Selection sel = select_kernels(g, cs.candidates, costs, opt);
+    ASSERT_NEAR(sel.objective, dp.cost, 1e-6) << "seed " << seed << "\n" << print_graph(g);
+    // The DP's own plan is valid and disjoint.
+    const ScheduleResult s = schedule(g, cs.candidates, dp.chosen);
+    ASSERT_TRUE(s.ok);
+    std::vector<int> times(g.nodes.size(), 0);
+    for (int c : dp.chosen)
+      for (NodeId id : cs.candidates[static_cast<size_t>(c)].nodes) ++times[static_cast<size_t>(id)];
+    for (int t : times) EXPECT_EQ(t, 1) << "seed " << seed;
+    EXPECT_NO_THROW(verify_plan(g, make_plan(g, cs.candidates, s.order, costs, {})));
+  }
+}
+
+// Enumeration: every connected convex set within the caps, each once, against a brute-force
+// listing over all node subsets.
+TEST(Orchestrate, EnumerationFindsEveryConnectedConvexSet) {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    const int n = 3 + static_cast<int>(seed % 10);
+    const Graph g = random_dag(n, seed + 5000);
+    CandidateOptions co = unbounded();
+    co.max_primitives = 2 + static_cast<int>(seed % 5);
+    co.max_fanout = 1 + static_cast<int>(seed % 3);
+    co.offer_minimal_outputs = false;
+    const CandidateSet cs = enumerate_candidates(g, co);
+    std::set<std::vector<NodeId>> got;
+    for (const KernelCandidate& c : cs.candidates) EXPECT_TRUE(got.insert(c.nodes).second) << "duplicate";
+    const GraphIndex gi(g);
+    std::set<std::vector<NodeId>> want;
+    for (uint32_t mask = 1; mask < (1u << n); ++mask) {
+      std::vector<NodeId> s;
+      for (int i = 0; i < n; ++i)
+        if (mask >> i & 1) s.push_back(i);
+      if (static_cast<int>(s.size()) > co.max_primitives) continue;
+      auto in = [&](NodeId v) { return (mask >> v & 1) != 0; };
+      // connected (undirected, inside s)
+      uint32_t seen = 1u << s[0];
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (NodeId v : s)
+          if (seen >> v & 1)
+            for (const auto* l : {&gi.preds[static_cast<size_t>(v)], &gi.succs[static_cast<size_t>(v)]})
+              for (NodeId u : *l)
+                if (in(u) && !(seen >> u & 1)) seen |= 1u << u, grew = true;
+      }
+      if (seen != mask) continue;
+      // convex: no node outside s is both reachable from s and reaches s
+      bool convex = true;
+      for (int w = 0; w < n && convex; ++w) {
+        if (in(w)) continue;
+        std::vector<bool> from(static_cast<size_t>(n)), to(static_cast<size_t>(n));
+        for (int v = 0; v < n; ++v)
+          for (NodeId p : gi.preds[static_cast<size_t>(v)]) from[static_cast<size_t>(v)] = from[static_cast<size_t>(v)] || in(p) || from[static_cast<size_t>(p)];
+        for (int v = n - 1; v >= 0; --v)
+          for (NodeId u : gi.succs[static_cast<size_t>(v)]) to[static_cast<size_t>(v)] = to[static_cast<size_t>(v)] || in(u) || to[static_cast<size_t>(u)];
+        convex = !(from[static_cast<size_t>(w)] && to[static_cast<size_t>(w)]);
+      }
+      if (!convex) continue;
+      bool fan_ok = true;
+      for (NodeId v : s) {
+        int k = 0;
+        for (NodeId u : gi.succs[static_cast<size_t>(v)]) k += in(u);
+        fan_ok &= k <= co.max_fanout;
+      }
+      if (fan_ok) want.insert(s);
+    }
+    EXPECT_EQ(got, want) << "seed " << seed << "\n" << print_graph(g);
+  }
+}
+
+// Kept case: a cheap elementwise e feeding two chains, kernels capped at 4 primitives. Without
+// recompute e is written once and read back by the second chain; with recompute each chain's
+// kernel computes e itself from x and e never touches memory. The analytic model (memory-bound,
+// 4 MB tensors) makes recompute strictly cheaper.
+TEST(Orchestrate, RecomputeStrictlyWinsOnSplitChains) {
+  const Graph g = parse_graph(R"(
+graph split (opset 17) {
+  input x: f32[1048576]
+  %e: f32[1048576] = Exp(x)
+  %c1: f32[1048576] = Relu(e)
+  %c2: f32[1048576] = Neg(c1)
+  %c3: f32[1048576] = Sqrt(c2)
+  %d1: f32[1048576] = Neg(e)
+  %d2: f32[1048576] = Relu(d1)
+  %d3: f32[1048576] = Abs(d2)
+  output c3, d3
+}
+)");
+  AnalyticCost cost(h200_spec());
+  OrchestrateOptions opt;
+  opt.candidates.max_primitives = 4;
+  const OrchestrateResult with = orchestrate(g, cost, opt);
+  opt.allow_recompute = false;
+  opt.candidates.offer_minimal_outputs = false;
+  const OrchestrateResult without = orchestrate(g, cost, opt);
+  EXPECT_EQ(with.selection.solve.status, SolveStatus::kOptimal);
+
+  EXPECT_LT(with.plan.total_seconds(), without.plan.total_seconds() * 0.95);
+  ASSERT_EQ(with.plan.kernels.size(), 2u);
+  for (const PlannedKernel& k : with.plan.kernels) {
+    EXPECT_EQ(k.nodes.size(), 4u);
+    EXPECT_EQ(k.nodes.front(), 0) << "each kernel computes e itself";
+    EXPECT_EQ(k.outputs.size(), 1u) << "and writes only its chain's end";
+  }
+  // The no-recompute optimum is what the state search finds too.
+  EXPECT_NEAR(without.plan.total_seconds(), with.selection.dp.cost, 1e-12);
+}
+
+// The selection {A = {a, d}, B = {c, b}} for a->b, c->b, c->d, a->d is cheapest and satisfies
+// every BLP row, but A needs c (from B) and B needs a (from A). The cycle cut must exclude it.
+TEST(Orchestrate, CycleCutRepairsUnschedulableSelection) {
+  const Graph g = parse_graph(R"(
+graph cyc (opset 17) {
+  input x: f32[8]
+  %a: f32[8] = Relu(x)
+  %c: f32[8] = Neg(x)
+  %b: f32[8] = Add(a, c)
+  %d: f32[8] = Mul(a, c)
+  output b, d
+}
+)");
+  // Nodes: a=0, c=1, b=2, d=3.
+  std::vector<KernelCandidate> cands;
+  for (NodeId i = 0; i < 4; ++i) cands.push_back(make_candidate(g, {i}, false));
+  cands.push_back(make_candidate(g, {0, 3}, false));  // A: writes a (read by b) and d
+  cands.push_back(make_candidate(g, {1, 2}, false));  // B: writes c (read by d) and b
+  std::vector<double> costs = {10, 10, 10, 10, 4, 4};
+  const ScheduleResult bad = schedule(g, cands, {4, 5});
+  ASSERT_FALSE(bad.ok);
+  EXPECT_EQ(bad.blocked.size(), 2u);
+  OrchestrateOptions opt;
+  opt.dp_state_limit = 0;
+  const Selection sel = select_kernels(g, cands, costs, opt);
+  EXPECT_GE(sel.cycle_cuts, 1);
+  // Best schedulable: {c}, A, B (B recomputes c): 10 + 4 + 4.
+  EXPECT_NEAR(sel.objective, 18, 1e-9);
+  EXPECT_NEAR(sel.objective, brute_force_optimum(g, cands, costs), 1e-9);
+  EXPECT_TRUE(schedule(g, cands, sel.order).ok);
+}
+
+TEST(Orchestrate, VerifierRejectsBrokenPlans) {
+  const Graph g = random_dag(6, 42);
+  const CandidateSet cs = enumerate_candidates(g, unbounded());
+  const std::vector<double> costs(cs.candidates.size(), 1.0);
+  const Selection sel = select_kernels(g, cs.candidates, costs, exact(true));
+  KernelPlan plan = make_plan(g, cs.candidates, sel.order, costs, {});
+  ASSERT_NO_THROW(verify_plan(g, plan));
+  KernelPlan reversed = plan;
+  std::reverse(reversed.kernels.begin(), reversed.kernels.end());
+  if (plan.kernels.size() > 1) EXPECT_THROW(verify_plan(g, reversed), Error);
+  KernelPlan dropped = plan;
+  dropped.kernels.pop_back();
+  EXPECT_THROW(verify_plan(g, dropped), Error);
+  KernelPlan nonconvex;
+  // a -> b -> c as kernel {a, c} without b: not convex.
+  const Graph chain = parse_graph(R"(
+graph ch (opset 17) {
+  input x: f32[8]
+  %a: f32[8] = Relu(x)
+  %b: f32[8] = Neg(a)
+  %c: f32[8] = Abs(b)
+  output c
+}
+)");
+  // Values: x = 0, a = 1, b = 2, c = 3.
+  nonconvex.kernels.push_back({-1, {0, 1}, {0}, {2}, 1, ""});
+  nonconvex.kernels.push_back({-1, {0, 2}, {0, 2}, {3}, 1, ""});
+  EXPECT_THROW(verify_plan(chain, nonconvex), Error);
+}
+
+}  // namespace
+}  // namespace korch
