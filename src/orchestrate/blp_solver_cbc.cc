@@ -5,6 +5,7 @@
 // probing/Gomory/knapsack/clique/flow/MIR/two-mir cuts, feasibility pump, RINS, diving...) which a
 // bare branchAndBound lacks, and which is what makes orchestration BLPs solve at the root node.
 // The parameter block (CbcSolverUsefulData) is per call, so no CBC state leaks between solves.
+#include <cstdlib>
 #include <CbcModel.hpp>
 #include <CbcSolver.hpp>
 #include <CoinError.hpp>
@@ -95,6 +96,15 @@ Attempt run_cbc(const Blp& blp, const AttemptOptions& o) {
                                    o.verbose ? "1" : "0", "-timeMode", "elapsed", "-sec",
                                    sec.c_str(), "-ratio", ratio.c_str()};
   if (o.force_dual) argv.push_back("-dualS");  // initial LP by dual simplex: no automatic dualize
+  // Experiment hook: extra CBC arguments, space-separated (e.g. "-preprocess off").
+  std::vector<std::string> extra;
+  if (const char* e = std::getenv("KORCH_CBC_ARGS")) {
+    std::string s(e), w;
+    for (char ch : s + " ") {
+      if (ch == ' ') { if (!w.empty()) extra.push_back(w); w.clear(); } else w += ch;
+    }
+  }
+  for (const std::string& a : extra) argv.push_back(a.c_str());
   argv.push_back("-solve");
   argv.push_back("-quit");
   CbcMain1(static_cast<int>(argv.size()), argv.data(), model, no_callback, data);

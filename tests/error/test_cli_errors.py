@@ -155,3 +155,39 @@ def test_runtime_shape_input_needs_bind(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), xv.reshape(3, 4))
     assert_clean_error(korch("inspect", tmp_path / "m.onnx", "--bind", "nope=missing.npy"), "missing.npy")
     assert_clean_error(korch("inspect", tmp_path / "m.onnx", "--bind", f"nope={tmp_path / 'target.npy'}"), "'nope'")
+
+
+# korch compile / explain (kernel orchestration)
+def test_compile_missing_model(tmp_path):
+    assert_clean_error(korch("compile", tmp_path / "nope.onnx", "-o", tmp_path / "art"), "nope.onnx")
+
+
+def test_compile_measured_costs_not_yet(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    r = korch("compile", p, "--cost", "measured", "-o", tmp_path / "art")
+    assert_clean_error(r, "--cost measured", "analytic")
+    assert r.returncode == 3
+
+
+def test_compile_bad_device_spec(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"name": "x", "dram_bandwidth": -1}')
+    assert_clean_error(korch("compile", p, "--device-spec", spec, "-o", tmp_path / "art"), "spec.json")
+
+
+def test_compile_then_explain(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    r = korch("compile", p, "-o", tmp_path / "art")
+    assert r.returncode == 0, r.stderr
+    e = korch("explain", tmp_path / "art")
+    assert e.returncode == 0, e.stderr
+    assert "1 primitives -> 1 kernels" in e.stdout
+
+
+def test_explain_not_an_artifact(tmp_path):
+    assert_clean_error(korch("explain", tmp_path), "plan.json", "korch compile")
+    (tmp_path / "plan.json").write_text("{not json")
+    assert_clean_error(korch("explain", tmp_path), "plan.json", "malformed")
+    (tmp_path / "plan.json").write_text('{"format": "something-else"}')
+    assert_clean_error(korch("explain", tmp_path), "not a Korch plan")
