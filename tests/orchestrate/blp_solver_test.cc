@@ -258,8 +258,15 @@ TEST(BlpSolver, TimeLimitIsRespected) {
     const auto t0 = std::chrono::steady_clock::now();
     const SolveResult r = solve_with(b, choice, limit);
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(wall, limit + 0.5) << joined(r.log);
+    // Slack for a loaded 2-core machine (ctest -j2 runs this beside the conformance suite).
+    EXPECT_LT(wall, limit + 1.5) << joined(r.log);
     EXPECT_LE(r.seconds, wall);
+    // Within 0.2 s a solver may or may not have an incumbent (GLPK under load often has none);
+    // what must hold is that it stopped, said so, and that any assignment it returns is feasible.
+    if (r.status == SolveStatus::kNoSolution) {
+      EXPECT_TRUE(r.x.empty());
+      continue;
+    }
     ASSERT_TRUE(r.status == SolveStatus::kOptimal || r.status == SolveStatus::kFeasible) << joined(r.log);
     EXPECT_TRUE(b.feasible(r.x));
     EXPECT_GE(r.gap, 0);
