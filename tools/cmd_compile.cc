@@ -41,7 +41,7 @@ Command add_compile(CLI::App& app) {
     std::string model, out, device = "cpu", cost = "analytic", spec_file, solver = "auto", dump_blp;
     bool measure_device = false, no_recompute = false, quiet = false, verbose_solver = false;
     int max_prims = 8, max_linear = 1, max_fanout = 4;
-    double time_limit = 45, gap = 0;
+    double time_limit = 30, gap = 0;
     int64_t state_limit = 200000;
     LoadFlags load;
   };
