@@ -154,11 +154,25 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     say(sel.dp.completed
             ? fmt::format("no-recompute optimum over {} execution states: {:.6g} ({:.2f} s)", sel.dp.states,
                           sel.dp.cost, sel.dp.seconds)
-            : fmt::format("execution states: more than {} (limit); warm start: one kernel per primitive",
-                          options.dp_state_limit));
-    if (sel.dp.feasible) warm_kernels = sel.dp.chosen;
+            : fmt::format("execution states: more than {} (limit)", options.dp_state_limit));
+    if (sel.dp.feasible) {
+      warm_kernels = sel.dp.chosen;
+      sel.warm_start = "no-recompute optimum";
+    } else {
+      // Too many states for the exact search: a windowed one (heuristic) still gives the solver a
+      // good incumbent, which matters on big degenerate programs (YOLOv4).
+      for (int window = 24; window >= 4 && warm_kernels.empty(); window /= 2) {
+        DpResult w = shortest_path_over_states(g, candidates, costs, options.dp_state_limit, window);
+        if (!w.feasible) continue;
+        warm_kernels = w.chosen;
+        sel.warm_start = fmt::format("windowed no-recompute search (window {}, {} states, {:.6g})", window,
+                                     w.states, w.cost);
+        say("warm start: " + sel.warm_start);
+      }
+    }
   }
   if (warm_kernels.empty()) {
+    sel.warm_start = "one kernel per primitive";
     for (size_t i = 0; i < candidates.size(); ++i)
       if (candidates[i].nodes.size() == 1 && !candidates[i].minimal_outputs && m.var_of_candidate[i] >= 0)
         warm_kernels.push_back(static_cast<int>(i));

@@ -67,6 +67,7 @@ struct Selection {
   int cycle_cuts = 0;
   int64_t variables = 0, rows = 0;
   std::string source;       // "blp" or "dp" (the solver gave no plan)
+  std::string warm_start;   // what the solver was started from
 };
 // Solves for the cheapest schedulable selection. Throws korch::Error when there is none.
 Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& candidates,

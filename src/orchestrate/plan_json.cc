@@ -41,7 +41,7 @@ std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const Orche
   j["states"] = {{"completed", dp.completed}, {"count", dp.states},
                  {"no_recompute_cost_s", dp.feasible ? json(dp.cost) : json()}, {"seconds", dp.seconds}};
   const SolveResult& s = r.selection.solve;
-  j["solver"] = {{"source", r.selection.source}, {"name", s.solver}, {"status", solve_status_name(s.status)},
+  j["solver"] = {{"source", r.selection.source}, {"warm_start", r.selection.warm_start}, {"name", s.solver}, {"status", solve_status_name(s.status)},
                  {"objective_s", r.selection.objective}, {"bound_s", s.bound}, {"gap", s.gap},
                  {"seconds", s.seconds}, {"cycle_cuts", r.selection.cycle_cuts},
                  {"variables", r.selection.variables}, {"rows", r.selection.rows}, {"log", s.log}};

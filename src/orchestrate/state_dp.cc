@@ -68,7 +68,7 @@ State add_nodes(const State& s, const std::vector<NodeId>& nodes) {
 }  // namespace
 
 DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                                   const std::vector<double>& costs, int64_t state_limit) {
+                                   const std::vector<double>& costs, int64_t state_limit, int window) {
   const auto t0 = std::chrono::steady_clock::now();
   KORCH_CHECK(costs.size() == candidates.size());
   const GraphIndex gi(g);
@@ -196,7 +196,9 @@ DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandi
             step += costs[static_cast<size_t>(alone[static_cast<size_t>(u)])];
             added.push_back(u);
           }
-          visit(add_nodes(s, added), dist + step, si, ci, size + static_cast<int>(added.size()));
+          State next = add_nodes(s, added);
+          if (window > 0 && next.max_node() - next.prefix >= window) continue;
+          visit(std::move(next), dist + step, si, ci, size + static_cast<int>(added.size()));
         }
       }
     }

@@ -14,6 +14,12 @@
 // the prefix): in topological numbering most states are a long done prefix plus a few nodes.
 // The number of states can grow as the product of independent branch lengths; past
 // `state_limit` the search stops and reports that it did not complete.
+//
+// With `window` > 0 the search is a heuristic instead: it only keeps states whose nodes past the
+// done prefix all lie within `window` positions of it. Running the primitives one by one in
+// topological order stays possible, so it always reaches the full state (when singletons can be
+// emitted), with few states; the plan it returns is a valid no-recompute plan, not a proven
+// optimum. The orchestrator uses it as the BLP's warm start when the exact search gives up.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +41,6 @@ struct DpResult {
 
 // `costs[i]` is candidate i's cost (infinity: unusable).
 DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                                   const std::vector<double>& costs, int64_t state_limit);
+                                   const std::vector<double>& costs, int64_t state_limit, int window = 0);
 
 }  // namespace korch
