@@ -64,10 +64,16 @@ Command add_explain(CLI::App& app) {
       const auto& cand = j.at("candidates");
       fmt::print("  candidates: {} from {} convex subgraphs; {} cannot be emitted\n", cand.at("count").get<int64_t>(),
                  cand.at("connected_sets").get<int64_t>(), cand.at("infeasible").get<int64_t>());
-      for (const auto& [reason, n] : cand.at("infeasible_reasons").items())
-        fmt::print("    {:>8} not emittable: {}\n", n.get<int64_t>(), reason);
-      for (const auto& [reason, n] : cand.at("rejected").items())
-        fmt::print("    {:>8} growth steps pruned: {}\n", n.get<int64_t>(), reason);
+      // The most frequent reasons first; the full lists are in plan.json.
+      auto print_reasons = [](const nlohmann::json& reasons, const char* what) {
+        std::vector<std::pair<int64_t, std::string>> v;
+        for (const auto& [reason, n] : reasons.items()) v.emplace_back(n.get<int64_t>(), reason);
+        std::sort(v.rbegin(), v.rend());
+        for (size_t i = 0; i < v.size() && i < 6; ++i) fmt::print("    {:>8} {}: {}\n", v[i].first, what, v[i].second);
+        if (v.size() > 6) fmt::print("    {:>8} more reasons (plan.json)\n", v.size() - 6);
+      };
+      print_reasons(cand.at("infeasible_reasons"), "not emittable");
+      print_reasons(cand.at("rejected"), "growth steps pruned");
 
       std::vector<size_t> order(j.at("kernels").size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -143,6 +143,22 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   const double scale = max_cost > 0 ? 1000.0 / max_cost : 1.0;
   std::vector<double> scaled(costs.size());
   for (size_t i = 0; i < costs.size(); ++i) scaled[i] = costs[i] * scale;
+  // Dominance (exact): a minimal-output variant that costs no less than the full variant of the
+  // same primitives can be replaced by it in any plan (same inputs, more outputs), so it is left
+  // out. Compute-bound kernels tie this way, which on big programs removes many variables.
+  {
+    std::map<std::vector<NodeId>, size_t> full_of;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (!candidates[i].minimal_outputs) full_of.emplace(candidates[i].nodes, i);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (!candidates[i].minimal_outputs) continue;
+      auto it = full_of.find(candidates[i].nodes);
+      if (it != full_of.end() && scaled[it->second] <= scaled[i]) {
+        scaled[i] = std::numeric_limits<double>::infinity();
+        ++sel.dominated;
+      }
+    }
+  }
   OrchestrationBlp m = build_orchestration_blp(g, candidates, scaled, options.allow_recompute);
   sel.variables = m.blp.num_vars();
 

@@ -65,6 +65,7 @@ struct Selection {
   SolveResult solve;
   DpResult dp;
   int cycle_cuts = 0;
+  int64_t dominated = 0;    // minimal-output variants left out: their full variant costs no more
   int64_t variables = 0, rows = 0;
   std::string source;       // "blp" or "dp" (the solver gave no plan)
   std::string warm_start;   // what the solver was started from
