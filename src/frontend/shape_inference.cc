@@ -32,7 +32,14 @@ void infer_shapes_and_fold(Graph& g, const std::string& model_path) {
         out_elems += out_types[k].numel();
       }
       bool from_types = static_cast<bool>(def.fold_from_types);
-      if ((all_const || from_types) && def.foldable && out_elems <= kMaxFoldElements) {
+      // Replication of constants (Expand, Tile) stays a node once it grows: folding would turn a
+      // per-channel bias into a full activation-sized constant, which every later stage (and the
+      // cost model) would then read from memory instead of broadcasting.
+      int64_t in_elems = 0;
+      for (const Tensor* c : consts) in_elems += c ? c->numel() : 0;
+      const bool grows = (node.op_type == "Expand" || node.op_type == "Tile") && out_elems > in_elems &&
+                         out_elems > kMaxGrowingFoldElements;
+      if ((all_const || from_types) && def.foldable && !grows && out_elems <= kMaxFoldElements) {
         std::vector<Tensor> outs =
             from_types ? def.fold_from_types(OpInferContext{node, g.opset, types, consts}) : eval_node(node, g.opset, consts);
         for (size_t k = 0; k < node.outputs.size(); ++k) {

@@ -17,6 +17,9 @@ namespace korch {
 
 // Outputs bigger than this many elements are not folded (only typed), to bound memory.
 constexpr int64_t kMaxFoldElements = int64_t{1} << 26;
+// An Expand/Tile of constants is folded only while its result stays this small (or no bigger than
+// its inputs); beyond it the node stays, as fission's own builder does.
+constexpr int64_t kMaxGrowingFoldElements = 4096;
 
 void infer_shapes_and_fold(Graph& g, const std::string& model_path);
 

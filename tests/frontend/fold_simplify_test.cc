@@ -84,6 +84,35 @@ TEST(Frontend, FoldsShapeArithmeticAndRemovesIdentityDropout) {
   EXPECT_EQ(out[0].to_float_vector(), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
+// A per-channel bias broadcast to an activation's shape stays an Expand node (fission's builder
+// makes the same choice); a small broadcast still folds.
+TEST(Frontend, GrowingExpandOfConstantsStaysANode) {
+  ModelBuilder b;
+  b.input("x", {1, 8, 32, 32});
+  b.weight("bias", {1, 8, 1, 1}, 1.f);
+  auto* shape = b.weight("shape", {4}, 0.f);
+  shape->clear_float_data();
+  shape->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : {1, 8, 32, 32}) shape->add_int64_data(d);
+  auto* small = b.weight("small_shape", {2}, 0.f);
+  small->clear_float_data();
+  small->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : {4, 8}) small->add_int64_data(d);
+  b.weight("row", {1, 8}, 0.f);
+  b.node("Expand", {"bias", "shape"}, {"big"});
+  b.node("Add", {"x", "big"}, {"y"});
+  b.node("Expand", {"row", "small_shape"}, {"tiny"});
+  b.output("y");
+  b.output("tiny");
+  Graph g = b.load();
+  EXPECT_EQ(count_op(g, "Expand"), 1);  // the 8192-element one
+  EXPECT_TRUE(g.value(g.outputs[1]).is_constant());  // the 32-element one folded
+  Tensor x(DType::kFloat32, {1, 8, 32, 32});
+  std::vector<Tensor> out = interpret(g, {x});
+  EXPECT_EQ(out[0].to_float_vector()[0], 1.f);
+  EXPECT_EQ(out[0].to_float_vector()[8191], 8.f);
+}
+
 TEST(Frontend, IdentityOfInputToOutputIsKept) {
   ModelBuilder b;
   b.input("x", {2});
