@@ -1,5 +1,7 @@
 #include "orchestrate/kernel_cost.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ir/primitive.h"
@@ -32,10 +34,12 @@ std::string unfusable_reason(const Graph& g, const KernelCandidate& c) {
   // linear one (consume a value computed inside the kernel) and be elementwise or broadcast. The
   // exception is an epilogue operand computed from constants alone (an Expand of
   // a bias): a library binary post-op reads such an operand broadcast.
-  std::vector<bool> inside(g.values.size(), false);
-  for (NodeId id : c.nodes)
-    for (ValueId v : g.nodes[static_cast<size_t>(id)].outputs)
-      if (v != kNoValue) inside[static_cast<size_t>(v)] = true;
+  // Called for every set the enumeration grows, so no per-call table over the graph's values: a
+  // value is inside when its producer is one of the kernel's (sorted) nodes.
+  auto inside = [&](ValueId v) {
+    const NodeId p = g.value(v).producer;
+    return p >= 0 && std::binary_search(c.nodes.begin(), c.nodes.end(), p);
+  };
   const std::string& lin = g.nodes[static_cast<size_t>(linear)].op_type;
   for (NodeId id : c.nodes) {
     if (id == linear) continue;
@@ -43,7 +47,7 @@ std::string unfusable_reason(const Graph& g, const KernelCandidate& c) {
     bool fed_inside = false, from_free_only = true;
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
-      fed_inside |= inside[static_cast<size_t>(v)];
+      fed_inside |= inside(v);
       from_free_only &= g.value(v).is_constant();
     }
     for (ValueId out : n.outputs)  // an operand of the linear primitive itself is a prologue
