@@ -15,20 +15,15 @@
 #include "orchestrate/plan_json.h"
 #include "pipeline/pipeline.h"
 #include "support/error.h"
+#include "support/file_io.h"
 #include "support/strings.h"
 
 namespace korch::cli {
 
 namespace {
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) fail_io("cannot read {}", path);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
 DeviceSpec choose_spec(const std::string& device, const std::string& spec_file, bool measure) {
-  if (!spec_file.empty()) return device_spec_from_json(read_text_file(spec_file), spec_file);
+  if (!spec_file.empty()) return device_spec_from_json(read_file_bytes(spec_file), spec_file);
   if (device == "cpu") return measure ? measure_cpu_spec(2) : cpu_spec();
   // No GPU can be queried from here yet (the CUDA backend reads the device when it lands).
   return h200_spec();
@@ -64,7 +59,7 @@ Command add_compile(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--solver", o->solver, "BLP solver")->check(CLI::IsMember({"auto", "cbc", "glpk"}));
   app.add_option("--state-limit", o->state_limit, "Most execution states for the no-recompute search (0 = skip)");
-  app.add_option("--dump-blp", o->dump_blp, "Also write the binary linear program as LP text to this file");
+  app.add_option("--dump-blp", o->dump_blp, "Also write the binary linear program as solved (costs scaled so the dearest kernel is 1000) as LP text");
   app.add_flag("--verbose-solver", o->verbose_solver, "Show the solver's log");
   app.add_flag("-q,--quiet", o->quiet, "Print only the summary");
   o->load.add_to(app);
@@ -111,15 +106,7 @@ Command add_compile(CLI::App& app) {
     opt.solver = o->solver == "cbc" ? SolverChoice::kCbc : o->solver == "glpk" ? SolverChoice::kGlpk : SolverChoice::kAuto;
     opt.verbose = o->verbose_solver;
     opt.progress = say;
-    if (!o->dump_blp.empty()) {
-      CandidateSet cs = enumerate_candidates(p, opt.candidates);
-      CostTable ct = fill_cost_table(p, cs.candidates, provider);
-      std::vector<double> secs;
-      for (const KernelCost& k : ct.costs) secs.push_back(k.seconds);
-      std::ofstream f(o->dump_blp);
-      f << to_lp_text(build_orchestration_blp(p, cs.candidates, secs, opt.allow_recompute).blp);
-      if (!f) fail_io("cannot write {}", o->dump_blp);
-    }
+    opt.dump_blp_path = o->dump_blp;
     OrchestrateResult r = orchestrate(p, provider, opt);
     meta.timing["total"] = since(t_start);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <cmath>
 #include <set>
 
@@ -161,6 +162,11 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   }
   OrchestrationBlp m = build_orchestration_blp(g, candidates, scaled, options.allow_recompute);
   sel.variables = m.blp.num_vars();
+  if (!options.dump_blp_path.empty()) {
+    std::ofstream f(options.dump_blp_path);
+    f << to_lp_text(m.blp);
+    if (!f) fail_io("cannot write {}", options.dump_blp_path);
+  }
 
   // Warm start: the no-recompute optimum when the state search finishes, else one kernel per
   // primitive (always a valid plan when every singleton can be emitted).

@@ -45,6 +45,7 @@ struct OrchestrateOptions {
   int64_t dp_state_limit = 200'000; // 0 skips the DP
   SolverChoice solver = SolverChoice::kAuto;
   bool verbose = false;
+  std::string dump_blp_path;  // when set, the program as solved (scaled costs) is written as LP text
   std::function<void(const std::string&)> progress;  // one line per phase; may be empty
 };
 
