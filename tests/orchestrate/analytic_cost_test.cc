@@ -39,10 +39,9 @@ KernelCandidate candidate(std::vector<NodeId> nodes, std::vector<ValueId> inputs
 }
 
 ValueId value_named(const Graph& g, const std::string& name) {
-  for (size_t i = 0; i < g.values.size(); ++i)
-    if (g.values[i].name == name) return static_cast<ValueId>(i);
-  ADD_FAILURE() << "no value " << name;
-  return kNoValue;
+  const ValueId v = g.find_value(name);
+  if (v == kNoValue) ADD_FAILURE() << "no value " << name;
+  return v;
 }
 
 // x (4096 B) -> Relu -> r -> Exp -> e, plus s (400 B, fits the toy cache) -> Neg -> n.
