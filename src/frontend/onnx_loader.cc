@@ -15,6 +15,7 @@
 #include "ir/op_registry.h"
 #include "ir/text_format.h"
 #include "support/dump.h"
+#include "support/file_io.h"
 
 namespace korch {
 
@@ -36,9 +37,7 @@ std::string read_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail_io("'{}': no such file", path);
   if (fs::is_directory(path, ec)) fail_io("'{}' is a directory, not an ONNX file", path);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail_io("cannot open '{}'", path);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return read_file_bytes(path);
 }
 
 bool parse_proto(google::protobuf::MessageLite& msg, const std::string& bytes) {

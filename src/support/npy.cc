@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/file_io.h"
 
 namespace korch {
 
@@ -31,9 +32,7 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 }  // namespace
 
 NpyArray read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail_io("cannot open '{}'", path);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string bytes = read_file_bytes(path);
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) fail("{}: not a .npy file", path);
   int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len = 0, pos = 0;
