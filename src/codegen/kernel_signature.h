@@ -1,0 +1,42 @@
+// The canonical signature of a kernel: what it computes, independent of value and node names.
+//
+// Two candidates with the same signature run the same generated code at the same speed, so the
+// signature keys the compiled-kernel cache and the tuning database, and repeated blocks of a model
+// (or of different models) are generated, compiled and measured once.
+// Constants come in two kinds (one rule for every backend, is_baked_constant):
+//   * baked: scalars and integer tensors up to 4096 elements (Gather indices, Pad amounts) are
+//     part of the generated code; their values are part of the signature;
+//   * passed: every other constant (weights, biases) is a kernel argument like any input; only its
+//     type is part of the signature.
+// Example: Conv(x, W1) -> Add(., Expand(b1)) -> Relu and the same with W2, b2 have one signature.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "orchestrate/kernel_candidate.h"
+
+namespace korch {
+
+constexpr int64_t kMaxBakedIntegerConstant = 4096;
+
+bool is_baked_constant(const Graph& g, ValueId v);
+
+// The kernel's argument inputs: c.inputs without the baked constants, in c.inputs order.
+std::vector<ValueId> kernel_arg_inputs(const Graph& g, const KernelCandidate& c);
+
+// Canonical text: argument inputs by position and type, baked constants by value, every node's
+// op type, attributes, operands (argument #k, baked constant, or output #o of local node #j) and
+// output types, then the outputs in c.outputs order.
+std::string kernel_signature(const Graph& g, const KernelCandidate& c);
+
+// 16 hex digits of a 64-bit FNV-1a hash of `text` (stable across runs and machines).
+std::string content_hash(const std::string& text);
+
+// The subgraph of one kernel as a stand-alone graph: argument inputs become graph inputs (in
+// kernel_arg_inputs order), baked constants stay constants, outputs in c.outputs order. What the
+// correctness gate runs in the reference interpreter.
+Graph kernel_subgraph(const Graph& g, const KernelCandidate& c);
+
+}  // namespace korch
