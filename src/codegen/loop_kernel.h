@@ -9,6 +9,7 @@
 // OWNER: loop-kernel helper. See its brief for the full contract.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 

@@ -12,6 +12,7 @@ CostTable fill_cost_table(const Graph& g, const std::vector<KernelCandidate>& ca
                           CostProvider& provider) {
   CostTable table;
   table.costs.reserve(candidates.size());
+  provider.prepare(g, candidates);
   for (const KernelCandidate& c : candidates) table.costs.push_back(provider.cost(g, c));
   return table;
 }

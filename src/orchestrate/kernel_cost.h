@@ -28,6 +28,12 @@ class CostProvider {
  public:
   virtual ~CostProvider() = default;
   virtual std::string name() const = 0;  // "analytic:cpu", "measured:cpu", ...
+  // Called once by fill_cost_table before any cost(): a measuring provider generates, compiles and
+  // times the whole batch here (compiling kernels one at a time would cost a compiler start each).
+  virtual void prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
+    (void)g;
+    (void)candidates;
+  }
   virtual KernelCost cost(const Graph& g, const KernelCandidate& c) = 0;
 };
 

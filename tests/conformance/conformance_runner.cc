@@ -31,6 +31,7 @@
 
 #include "frontend/onnx_loader.h"
 #include "ir/interpreter.h"
+#include "ir/tensor_compare.h"
 #include "ir/random.h"
 #include "ir/op_registry.h"
 #include "pipeline/pipeline.h"
@@ -85,25 +86,6 @@ std::string compare(const Tensor& got, const Tensor& want, double rtol, double a
   if (!bad) return "";
   return fmt::format("{} of {} elements differ (first at {}: got {} want {}; max abs err {:.3g})", bad, want.numel(),
                      first_bad, got.get_as_double(first_bad), want.get_as_double(first_bad), worst);
-}
-
-// Relative L2 distance between `got` and `want` over the elements where `want` is finite; the
-// positions of non-finite values must match. "" when within `tol`.
-std::string rel_l2_diff(const Tensor& got, const Tensor& want, double tol) {
-  if (got.type() != want.type()) return fmt::format("type {} != {}", type_str(got.type()), type_str(want.type()));
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double a = got.get_as_double(i), e = want.get_as_double(i);
-    if (!std::isfinite(e) || !std::isfinite(a)) {
-      bool same = (std::isnan(e) && std::isnan(a)) || a == e;
-      if (!same) return fmt::format("element {}: {} where the operator gives {}", i, a, e);
-      continue;
-    }
-    num += (a - e) * (a - e);
-    den += e * e;
-  }
-  double rel = den == 0 ? std::sqrt(num) : std::sqrt(num / den);
-  return rel <= tol ? "" : fmt::format("relative L2 error {:.3g} > {:.0e}", rel, tol);
 }
 
 // --fission also checks the operator graph against its primitive graph on seeded random inputs:
