@@ -1,14 +1,16 @@
-// korch compile MODEL.onnx --device cpu|cuda --cost analytic -o ARTIFACT_DIR
+// korch compile MODEL.onnx|builtin:NAME --device cpu|cuda [--cost measured|analytic] -o ARTIFACT_DIR
 //
 // Loads the model, lowers it to primitives, enumerates candidate kernels, costs them, solves for
-// the cheapest plan and writes ARTIFACT_DIR/plan.json (see src/orchestrate/plan_json.h) plus the
-// primitive graph in Korch's text form (primitives.txt). MODEL may be `builtin:NAME` for the
-// embedded models (`korch demo` lists them).
+// the cheapest plan and writes ARTIFACT_DIR. For the CPU the costs are measured by default
+// (profile/measured_cost.h) and the folder is a runnable artifact (runtime/artifact.h: program,
+// kernels, weights, manifest) plus plan.json and primitives.txt. For CUDA (no backend yet) only
+// plan.json and primitives.txt, from the analytic model.
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 
 #include "commands.h"
+#include "cpu_flags.h"
 #include "frontend/builtin_models.h"
 #include "ir/text_format.h"
 #include "orchestrate/analytic_cost.h"
@@ -31,61 +33,66 @@ DeviceSpec choose_spec(const std::string& device, const std::string& spec_file, 
 
 }  // namespace
 
+Graph load_model_arg(const std::string& model, const LoadOptions& options) {
+  if (model.rfind("builtin:", 0) == 0) return load_onnx_bytes(builtin_model_bytes(model.substr(8)), model, options);
+  return load_onnx(model, options);
+}
+
+std::string model_file_for_peer(const std::string& model, const std::string& scratch_dir) {
+  if (model.rfind("builtin:", 0) != 0) return model;
+  std::filesystem::create_directories(scratch_dir);
+  std::string path = (std::filesystem::path(scratch_dir) / (sanitize_name(model.substr(8)) + ".onnx")).string();
+  std::ofstream f(path, std::ios::binary);
+  std::string bytes = builtin_model_bytes(model.substr(8));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) fail_io("cannot write {}", path);
+  return path;
+}
+
 Command add_compile(CLI::App& app) {
   struct Opts {
-    std::string model, out, device = "cpu", cost = "analytic", spec_file, solver = "auto", dump_blp;
-    bool measure_device = false, no_recompute = false, quiet = false, verbose_solver = false;
-    int max_prims = 8, max_linear = 1, max_fanout = 4;
-    double time_limit = 30, gap = 0;
-    int64_t state_limit = 200000;
+    std::string model, out, device = "cpu", spec_file;
+    bool measure_device = false, quiet = false, unfused = false;
+    CpuFlags cpu;
     LoadFlags load;
   };
   auto o = std::make_shared<Opts>();
   app.add_option("model", o->model, "ONNX model file, or builtin:NAME")->required();
-  app.add_option("-o,--output", o->out, "Artifact directory (created; plan.json is written into it)")->required();
+  app.add_option("-o,--output", o->out, "Artifact directory (created)")->required();
   app.add_option("--device", o->device, "Target device")->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--cost", o->cost, "Cost source: analytic (a roofline over the device spec)")
-      ->check(CLI::IsMember({"analytic", "measured"}));
   app.add_option("--device-spec", o->spec_file, "Device spec JSON for the analytic model (korch device-spec prints one)");
   app.add_flag("--measure-device", o->measure_device, "Measure this CPU's bandwidth for the analytic model (~1 s)");
-  app.add_option("--max-kernel-size", o->max_prims, "Most primitives in one candidate kernel")->check(CLI::Range(1, 64));
-  app.add_option("--max-linear", o->max_linear, "Most linear primitives in one candidate kernel")->check(CLI::Range(0, 8));
-  app.add_option("--max-fanout", o->max_fanout, "Most consumers of one primitive inside one candidate kernel")
-      ->check(CLI::Range(1, 64));
-  app.add_flag("--no-recompute", o->no_recompute, "Disjoint kernels only (each primitive computed once)");
-  app.add_option("--time-limit", o->time_limit, "Solver time limit in seconds (the best plan and its gap are kept)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--gap", o->gap, "Relative optimality gap at which the solver may stop (0 = proven optimal)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--solver", o->solver, "BLP solver")->check(CLI::IsMember({"auto", "cbc", "glpk"}));
-  app.add_option("--state-limit", o->state_limit, "Most execution states for the no-recompute search (0 = skip)");
-  app.add_option("--dump-blp", o->dump_blp, "Also write the binary linear program as solved (costs scaled so the dearest kernel is 1000) as LP text");
-  app.add_flag("--verbose-solver", o->verbose_solver, "Show the solver's log");
+  app.add_flag("--unfused", o->unfused, "Compile the baseline instead: one kernel per primitive, no search");
   app.add_flag("-q,--quiet", o->quiet, "Print only the summary");
+  o->cpu.add_to(app);
   o->load.add_to(app);
   return [o]() {
     using clock = std::chrono::steady_clock;
     const auto t_start = clock::now();
     auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
-    if (o->cost != "analytic")
-      fail_unsupported("--cost {}: measured costs come with the CPU/CUDA backends; use --cost analytic", o->cost);
-    PlanMetadata meta;
-    meta.model = o->model;
-    meta.device = o->device;
-    auto t = clock::now();
-    Graph g;
-    if (o->model.rfind("builtin:", 0) == 0)
-      g = load_onnx_bytes(builtin_model_bytes(o->model.substr(8)), o->model, o->load.options());
-    else
-      g = load_onnx(o->model, o->load.options());
-    meta.timing["load"] = since(t);
-    t = clock::now();
-    Graph p = lower_to_primitives(g);
-    meta.timing["lower"] = since(t);
     auto say = [o](const std::string& s) {
       if (!o->quiet) fmt::print("  {}\n", s);
       std::fflush(stdout);
     };
+    if (o->device == "cpu") {
+      CpuCompileOptions copt = o->cpu.options(say);
+      copt.spec = choose_spec(o->device, o->spec_file, o->measure_device);
+      copt.unfused = o->unfused;
+      Graph g = load_model_arg(o->model, o->load.options());
+      compile_cpu_artifact(o->model, g, o->out, copt, false);
+      return 0;
+    }
+    if (o->cpu.cost == "measured")
+      fail_unsupported("--device cuda: measured costs come with the CUDA backend (next issue); use --cost analytic");
+    PlanMetadata meta;
+    meta.model = o->model;
+    meta.device = o->device;
+    auto t = clock::now();
+    Graph g = load_model_arg(o->model, o->load.options());
+    meta.timing["load"] = since(t);
+    t = clock::now();
+    Graph p = lower_to_primitives(g);
+    meta.timing["lower"] = since(t);
     say(fmt::format("{}: {} operators -> {} primitives ({:.2f} s load, {:.2f} s lower)", o->model, g.nodes.size(),
                     p.nodes.size(), meta.timing["load"], meta.timing["lower"]));
 
@@ -94,19 +101,8 @@ Command add_compile(CLI::App& app) {
     meta.cost_model = provider.name();
     meta.device_spec_json = device_spec_to_json(spec);
 
-    OrchestrateOptions opt;
-    opt.candidates.max_primitives = o->max_prims;
-    opt.candidates.max_linear = o->max_linear;
-    opt.candidates.max_fanout = o->max_fanout;
-    opt.candidates.offer_minimal_outputs = !o->no_recompute;
-    opt.allow_recompute = !o->no_recompute;
-    opt.time_limit_s = o->time_limit;
-    opt.rel_gap = o->gap;
-    opt.dp_state_limit = o->state_limit;
-    opt.solver = o->solver == "cbc" ? SolverChoice::kCbc : o->solver == "glpk" ? SolverChoice::kGlpk : SolverChoice::kAuto;
-    opt.verbose = o->verbose_solver;
+    OrchestrateOptions opt = o->cpu.orchestrate.options();
     opt.progress = say;
-    opt.dump_blp_path = o->dump_blp;
     OrchestrateResult r = orchestrate(p, provider, opt);
     meta.timing["total"] = since(t_start);
 

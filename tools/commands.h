@@ -21,6 +21,7 @@ Command add_fold(CLI::App& app);
 Command add_fission(CLI::App& app);
 Command add_compile(CLI::App& app);
 Command add_explain(CLI::App& app);
+Command add_bench(CLI::App& app);
 // Runs fission; with `print`, reports primitive counts by kind and operators kept whole.
 korch::Graph fission_with_report(const korch::Graph& g, bool print);
 
@@ -36,5 +37,11 @@ struct LoadFlags {
   void add_to(CLI::App& app);
   korch::LoadOptions options() const;
 };
+
+// `MODEL` arguments: a path, or builtin:NAME for the embedded models.
+korch::Graph load_model_arg(const std::string& model, const korch::LoadOptions& options);
+// The original ONNX bytes behind a MODEL argument (for onnxruntime), written to a file when the
+// model is built in; returns a path onnxruntime can open.
+std::string model_file_for_peer(const std::string& model, const std::string& scratch_dir);
 
 }  // namespace korch::cli

@@ -1,0 +1,318 @@
+#include "profile/measured_cost.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/cpu/cpu_backend.h"
+#include "codegen/cpu/cpu_compiler.h"
+#include "codegen/kernel_signature.h"
+#include "ir/interpreter.h"
+#include "ir/random.h"
+#include "ir/tensor_compare.h"
+#include "orchestrate/analytic_cost.h"
+#include "profile/device_id.h"
+#include "profile/progress.h"
+#include "profile/tuning_db.h"
+#include "support/error.h"
+
+namespace korch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// An optimistic roofline for step 4: no launch cost, every byte at 1.5x the cache bandwidth, twice
+// the library GEMM peak and four times the vector figure. What it calls slower than the measured
+// one-kernel-per-primitive cover is slower in fact.
+DeviceSpec lower_bound_spec() {
+  DeviceSpec s = cpu_spec();
+  s.name = "cpu-lower-bound";
+  s.cache_bandwidth *= 1.5;
+  s.dram_bandwidth = s.cache_bandwidth;
+  s.peak_linear *= 2;
+  s.peak_vector *= 4;
+  s.launch_seconds = 0;
+  return s;
+}
+
+KernelCost cost_of(const TuningRecord& r) {
+  if (r.status == TuningStatus::kOk) return {r.seconds, fmt::format("measured {:.1f} us, spread {:.0f}%", r.seconds * 1e6, r.spread * 100)};
+  if (r.status == TuningStatus::kFailed) return KernelCost::infeasible("failed the correctness gate: " + r.note);
+  return KernelCost::infeasible(r.note);
+}
+
+}  // namespace
+
+MeasureOptions MeasuredCostOptions::quick_measure_options() {
+  MeasureOptions m;
+  m.warmup_seconds = 0.005;
+  m.min_reps = 5;
+  m.min_seconds = 0.02;
+  m.max_seconds = 0.5;
+  return m;
+}
+
+MeasuredCpuCost::MeasuredCpuCost(MeasuredCostOptions options) : options_(std::move(options)) {
+  device_ = cpu_device_id(options_.threads);
+  db_ = TuningDb::open(options_.db_path.empty() ? TuningDb::default_path() : options_.db_path);
+}
+
+MeasuredCpuCost::~MeasuredCpuCost() = default;
+
+std::string MeasuredCpuCost::key_of(const std::string& hash) const {
+  return make_tuning_key(hash, device_, cpu::kCpuGeneratorVersion);
+}
+
+void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
+  auto say = [&](const std::string& s) { if (options_.log) options_.log(s); };
+  omp_set_num_threads(options_.threads);
+  stats_ = {};
+  stats_.candidates = static_cast<int64_t>(candidates.size());
+  base_ = candidates.data();
+  hash_of_.assign(candidates.size(), "");
+
+  // 1-2. Signatures, then the database.
+  auto t = Clock::now();
+  std::map<std::string, int> first_of;  // hash -> representative candidate
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    hash_of_[i] = content_hash(kernel_signature(g, candidates[i]));
+    if (first_of.emplace(hash_of_[i], static_cast<int>(i)).second) keys.push_back(key_of(hash_of_[i]));
+  }
+  stats_.signatures = static_cast<int64_t>(first_of.size());
+  std::map<std::string, TuningRecord> known = db_->get_many(keys);
+  std::vector<std::string> todo;  // hashes to generate and measure, singletons first
+  for (const auto& [hash, rep] : first_of) {
+    auto it = known.find(key_of(hash));
+    if (it != known.end() && it->second.status != TuningStatus::kInFlight) {
+      by_hash_[hash] = cost_of(it->second);
+      ++stats_.db_hits;
+    } else {
+      todo.push_back(hash);
+    }
+  }
+  std::stable_sort(todo.begin(), todo.end(), [&](const std::string& a, const std::string& b) {
+    return candidates[static_cast<size_t>(first_of[a])].nodes.size() < candidates[static_cast<size_t>(first_of[b])].nodes.size();
+  });
+  stats_.seconds_signatures = since(t);
+  say(fmt::format("measured costs: {} candidates, {} distinct kernels, {} in the tuning database ({}), {} to measure",
+                  candidates.size(), first_of.size(), stats_.db_hits, db_->path(), todo.size()));
+  if (todo.empty()) return;
+
+  auto record = [&](const std::string& hash, TuningStatus status, double seconds, double spread, int reps,
+                    const std::string& note) {
+    TuningRecord r;
+    r.key = key_of(hash);
+    r.signature = hash;
+    r.device = device_;
+    r.generator = cpu::kCpuGeneratorVersion;
+    r.status = status;
+    r.seconds = seconds;
+    r.spread = spread;
+    r.reps = reps;
+    r.note = note;
+    r.created = static_cast<int64_t>(std::time(nullptr));
+    db_->put(r);
+    if (status != TuningStatus::kInFlight) by_hash_[hash] = cost_of(r);
+  };
+
+  // The reference run whose values every kernel is checked against (and fed with).
+  std::vector<Tensor> values(g.values.size());
+  bool have_reference = false;
+  auto reference = [&] {
+    if (have_reference) return;
+    auto tr = Clock::now();
+    std::vector<Tensor> inputs = random_inputs(g, options_.seed);
+    for (size_t i = 0; i < g.inputs.size(); ++i) values[static_cast<size_t>(g.inputs[i])] = inputs[i];
+    InterpreterOptions io;
+    io.on_node = [&](NodeId n, const std::vector<Tensor>& outs) {
+      const Node& node = g.nodes[static_cast<size_t>(n)];
+      for (size_t o = 0; o < outs.size() && o < node.outputs.size(); ++o)
+        if (node.outputs[o] != kNoValue) values[static_cast<size_t>(node.outputs[o])] = outs[o];
+    };
+    interpret(g, inputs, io);
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].is_constant()) values[v] = *g.values[v].constant;
+    have_reference = true;
+    stats_.seconds_reference += since(tr);
+  };
+
+  AnalyticCost lower_bound(lower_bound_spec());
+  std::map<NodeId, std::string> singleton_hash;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].nodes.size() == 1 && !candidates[i].minimal_outputs)
+      singleton_hash.emplace(candidates[i].nodes[0], hash_of_[i]);
+
+  // Generates, compiles, checks and times `batch` (hashes).
+  auto run_batch = [&](const std::vector<std::string>& batch, const std::string& what) {
+    auto te = Clock::now();
+    std::vector<std::unique_ptr<cpu::EmittedKernel>> emitted;
+    std::vector<std::string> hashes;
+    for (const std::string& h : batch) {
+      auto k = std::make_unique<cpu::EmittedKernel>(cpu::emit_cpu_kernel(g, candidates[static_cast<size_t>(first_of[h])]));
+      if (!k->ok) {
+        ++stats_.unemittable;
+        record(h, TuningStatus::kUnemittable, 0, 0, 0, k->reason);
+        continue;
+      }
+      emitted.push_back(std::move(k));
+      hashes.push_back(h);
+    }
+    stats_.seconds_emit += since(te);
+    if (emitted.empty()) return;
+
+    // Compile in units; a unit that fails is split so one bad kernel costs only itself.
+    auto tc = Clock::now();
+    std::vector<std::shared_ptr<cpu::KernelLibrary>> lib_of(emitted.size());
+    std::vector<std::string> source_of(emitted.size());
+    std::vector<std::vector<size_t>> units;
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      if (emitted[i]->function_source.empty()) continue;  // a linear step alone
+      if (units.empty() || units.back().size() >= static_cast<size_t>(options_.kernels_per_unit)) units.emplace_back();
+      units.back().push_back(i);
+    }
+    auto unit_source = [&](const std::vector<size_t>& u) {
+      std::vector<const cpu::EmittedKernel*> ks;
+      for (size_t i : u) ks.push_back(emitted[i].get());
+      return cpu::cpu_translation_unit(ks);
+    };
+    std::vector<std::string> sources;
+    for (const auto& u : units) sources.push_back(unit_source(u));
+    say(fmt::format("{}: compiling {} kernels in {} translation units", what, emitted.size(), units.size()));
+    std::vector<bool> compile_failed(emitted.size(), false);
+    try {
+      auto compiled = cpu::compile_sources(sources);
+      for (size_t u = 0; u < units.size(); ++u) {
+        (compiled[u].cached ? stats_.units_cached : stats_.units_compiled)++;
+        for (size_t i : units[u]) {
+          lib_of[i] = compiled[u].library;
+          source_of[i] = compiled[u].source_path;
+        }
+      }
+    } catch (const Error&) {
+      // Retry kernel by kernel (units that compiled are cache hits now).
+      for (const auto& u : units)
+        for (size_t i : u) {
+          try {
+            auto one = cpu::compile_sources({unit_source({i})});
+            lib_of[i] = one[0].library;
+            source_of[i] = one[0].source_path;
+          } catch (const Error& e) {
+            compile_failed[i] = true;
+            ++stats_.failed;
+            std::string msg = e.what();
+            record(hashes[i], TuningStatus::kFailed, 0, 0, 0, msg.substr(0, 600));
+            if (stats_.failures.size() < 8) stats_.failures.push_back(msg.substr(0, 300));
+          }
+        }
+    }
+    stats_.seconds_compile += since(tc);
+
+    auto tm = Clock::now();
+    reference();
+    ProgressBar bar(what, static_cast<int64_t>(emitted.size()));
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      bar.tick();
+      if (compile_failed[i]) continue;
+      const cpu::EmittedKernel& k = *emitted[i];
+      const std::string& h = hashes[i];
+      auto prev = db_->get(key_of(h));
+      int attempt = prev && prev->status == TuningStatus::kInFlight ? prev->reps + 1 : 1;
+      if (attempt > 2) {
+        ++stats_.failed;
+        record(h, TuningStatus::kFailed, 0, 0, 0, "crashed the profiling process twice (source " + source_of[i] + ")");
+        continue;
+      }
+      record(h, TuningStatus::kInFlight, 0, 0, attempt, source_of[i]);
+      std::string where = source_of[i].empty() ? "linear step " + k.hash : source_of[i] + " (" + k.recipe.symbol + ")";
+      try {
+        cpu::CpuKernel kernel(k.recipe, lib_of[i]);
+        std::vector<const void*> in;
+        for (ValueId v : k.arg_inputs) in.push_back(values[static_cast<size_t>(v)].raw());
+        std::vector<Tensor> outs;
+        std::vector<void*> out;
+        for (const TensorType& ty : k.recipe.outputs) {
+          outs.emplace_back(ty);
+          out.push_back(outs.back().raw());
+        }
+        kernel.run(in.data(), out.data());
+        std::string bad;
+        for (size_t o = 0; o < outs.size() && bad.empty(); ++o) {
+          std::string d = rel_l2_diff(outs[o], values[static_cast<size_t>(k.outputs[o])], options_.tolerance);
+          if (!d.empty()) bad = fmt::format("output '{}': {}", g.value(k.outputs[o]).name, d);
+        }
+        if (!bad.empty()) {
+          ++stats_.failed;
+          record(h, TuningStatus::kFailed, 0, 0, 0, where + ": " + bad);
+          if (stats_.failures.size() < 8) stats_.failures.push_back(where + ": " + bad);
+          continue;
+        }
+        Measurement m = measure([&] { kernel.run(in.data(), out.data()); }, options_.measure);
+        ++stats_.measured;
+        record(h, TuningStatus::kOk, m.median, m.spread, m.reps, where);
+      } catch (const Error& e) {
+        ++stats_.failed;
+        record(h, TuningStatus::kFailed, 0, 0, 0, where + ": " + e.what());
+        if (stats_.failures.size() < 8) stats_.failures.push_back(where + ": " + e.what());
+      }
+    }
+    bar.finish();
+    stats_.seconds_measure += since(tm);
+  };
+
+  std::vector<std::string> singles, rest;
+  for (const std::string& h : todo)
+    (candidates[static_cast<size_t>(first_of[h])].nodes.size() == 1 ? singles : rest).push_back(h);
+  if (!singles.empty()) run_batch(singles, "profiling single-primitive kernels");
+
+  // Step 4: prune by the optimistic bound against the measured one-kernel-per-primitive cover.
+  if (options_.prune) {
+    std::vector<std::string> keep;
+    for (const std::string& h : rest) {
+      const KernelCandidate& c = candidates[static_cast<size_t>(first_of[h])];
+      double cover = 0;
+      for (NodeId n : c.nodes) {
+        auto sh = singleton_hash.find(n);
+        auto sc = sh == singleton_hash.end() ? by_hash_.end() : by_hash_.find(sh->second);
+        if (sc == by_hash_.end() || !sc->second.feasible()) { cover = -1; break; }
+        cover += sc->second.seconds;
+      }
+      KernelCost lb = lower_bound.cost(g, c);
+      if (cover > 0 && lb.feasible() && lb.seconds >= cover) {
+        ++stats_.pruned;
+        std::string why = fmt::format("skipped: its lower bound {:.1f} us is above its primitives run one by one ({:.1f} us measured)",
+                                      lb.seconds * 1e6, cover * 1e6);
+        by_hash_[h] = KernelCost::infeasible(why);
+        if (stats_.pruned_examples.size() < 5) stats_.pruned_examples.push_back(fmt::format("{} primitives: {}", c.nodes.size(), why));
+      } else {
+        keep.push_back(h);
+      }
+    }
+    rest.swap(keep);
+    say(fmt::format("pre-pruning: {} kernels skipped (lower bound above their measured primitives), {} left",
+                    stats_.pruned, rest.size()));
+  }
+  if (!rest.empty()) run_batch(rest, "profiling fused kernels");
+  say(fmt::format("profiled: {} measured, {} failed the gate, {} unemittable, {} pruned; reference {:.1f} s, "
+                  "compile {:.1f} s ({} units, {} cached), measure {:.1f} s",
+                  stats_.measured, stats_.failed, stats_.unemittable, stats_.pruned, stats_.seconds_reference,
+                  stats_.seconds_compile, stats_.units_compiled, stats_.units_cached, stats_.seconds_measure));
+}
+
+KernelCost MeasuredCpuCost::cost(const Graph& g, const KernelCandidate& c) {
+  std::string hash;
+  if (base_ && &c >= base_ && &c < base_ + hash_of_.size()) hash = hash_of_[static_cast<size_t>(&c - base_)];
+  else hash = content_hash(kernel_signature(g, c));
+  auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return KernelCost::infeasible("not measured (prepare() was not given this kernel)");
+  return it->second;
+}
+
+}  // namespace korch

@@ -1,0 +1,141 @@
+"""The CPU backend end to end: compile (measured or analytic costs) -> artifact -> run.
+
+* builtin models, measured costs: the artifact run in a fresh process matches the reference
+  interpreter within 1e-4 (relative L2), and a second compile reuses every measurement;
+* interrupt/resume: a measured compile killed (SIGKILL) while profiling loses at most the kernel in
+  flight; the rerun takes what was stored from the tuning database and finishes;
+* real models (paper + held-back): `korch run --backend cpu --check` matches the reference within
+  1e-4, and `korch run --artifact` in a fresh process gives the same outputs.
+"""
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import compare_with_ort
+import export_models
+
+KORCH = str(compare_with_ort.default_korch())
+TOL = 1e-4
+
+
+def korch(*args, env=None, timeout=1800):
+    r = subprocess.run([KORCH, *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout)
+    assert r.returncode == 0, f"korch {' '.join(map(str, args))} failed:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def outputs_of(folder, exclude=()):
+    return {f.name: np.load(f) for f in sorted(Path(folder).glob("*.npy")) if f.name not in exclude}
+
+
+def rel_l2(a, b):
+    a = a.astype(np.float64)
+    b = b.astype(np.float64)
+    den = np.linalg.norm(b)
+    return np.linalg.norm(a - b) / (den if den > 0 else 1.0)
+
+
+def env_with_cache(tmp_path):
+    return dict(os.environ, KORCH_CACHE_DIR=str(tmp_path / "cache"), KORCH_PROGRESS="0")
+
+
+def run_artifact_vs_reference(model, art, tmp_path):
+    """Runs the artifact on seeded inputs in a fresh process and the reference on the same inputs."""
+    got = tmp_path / "got"
+    korch("run", "--artifact", art, "--random-inputs", 7, "--outputs", got)
+    inputs = {f.name for f in got.glob("*.npy")}
+    ref = tmp_path / "ref"
+    korch("run", model, "--backend", "reference", "--inputs", got, "--outputs", ref)
+    want = outputs_of(ref)
+    have = outputs_of(got)
+    assert want, "the model has no outputs?"
+    for name, w in want.items():
+        if name in inputs and name not in have:
+            continue
+        assert name in have, f"artifact did not write {name}"
+        assert have[name].shape == w.shape and have[name].dtype == w.dtype
+        err = rel_l2(have[name], w)
+        assert err <= TOL, f"{name}: relative L2 error {err:.3g} > {TOL}"
+
+
+@pytest.mark.parametrize("model", ["builtin:tiny_convnet", "builtin:tiny_transformer"])
+def test_measured_artifact_matches_reference_and_reuses_measurements(model, tmp_path):
+    env = env_with_cache(tmp_path)
+    art = tmp_path / "art"
+    out = korch("compile", model, "--device", "cpu", "-o", art, env=env)
+    assert "measured" in out
+    for f in ["manifest.json", "program.json", "weights.bin", "kernels/kernels.cc", "kernels/build.sh", "plan.json"]:
+        assert (art / f).exists(), f
+    run_artifact_vs_reference(model, art, tmp_path)
+    again = korch("compile", model, "--device", "cpu", "-o", tmp_path / "art2", env=env)
+    assert " 0 measured" in again, again  # everything came from the tuning database
+
+
+def test_interrupted_profiling_resumes(tmp_path):
+    env = env_with_cache(tmp_path)
+    db = tmp_path / "cache" / "tuning.db"
+    model = "builtin:tiny_transformer"
+    p = subprocess.Popen([KORCH, "compile", model, "--device", "cpu", "-o", tmp_path / "art"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stored = 0
+    deadline = time.time() + 600
+    while time.time() < deadline and p.poll() is None:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as c:
+                    stored = c.execute("select count(*) from records where status = 'ok'").fetchone()[0]
+            except sqlite3.Error:
+                continue
+            if stored >= 20:
+                break
+    assert p.poll() is None, "the compile finished before it could be interrupted:\n" + p.communicate()[0]
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    with sqlite3.connect(db, timeout=5) as c:
+        kept = c.execute("select count(*) from records where status = 'ok'").fetchone()[0]
+    assert kept >= 20
+    out = korch("compile", model, "--device", "cpu", "-o", tmp_path / "art", env=env)
+    hits = int(out.split(" from the database")[0].split()[-1])
+    assert hits >= kept, out
+    run_artifact_vs_reference(model, tmp_path / "art", tmp_path)
+
+
+MODELS = ["candy", "efficientvit_b0", "yolox_nano", "transformer_encoder", "resnet18", "mobilenet_v3_small",
+          "shufflenet_v2_x1_0", "squeezenet1_0", "mobilenet_v2", "efficientnet_b0", "regnet_y_400mf"]
+SLOW = ["segformer_b0", "yolov4", "densenet121", "convnext_tiny", "vit_b_16", "swin_t"]
+
+
+def _run_model(name, tmp_path):
+    model = export_models.export(name)
+    env = env_with_cache(tmp_path)
+    art = tmp_path / "art"
+    first = tmp_path / "first"
+    out = korch("run", model, "--backend", "cpu", "--cost", "analytic", "--random-inputs", 3, "--outputs", first,
+                "--save-artifact", art, "--check", env=env)
+    print(out)
+    assert "matches the reference" in out
+    again = tmp_path / "again"
+    korch("run", "--artifact", art, "--inputs", first, "--outputs", again, env=env)
+    inputs = {f"{n}" for n in os.listdir(first)} - set(os.listdir(again))
+    a, b = outputs_of(first, exclude=inputs), outputs_of(again)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert rel_l2(b[k], a[k]) <= 1e-6, f"{k}: artifact in a fresh process differs"
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_cpu_backend_model(name, tmp_path):
+    _run_model(name, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SLOW)
+def test_cpu_backend_model_slow(name, tmp_path):
+    _run_model(name, tmp_path)

@@ -1,0 +1,209 @@
+// korch bench MODEL | --artifact DIR [--device cpu] [--threads 2] [--runs 30] [--rounds 2]
+//
+// Median latency and spread of the Korch artifact, side by side in the same run with onnxruntime
+// (all graph optimisations, same thread count; bench/ort_latency.py in a child process) and with
+// Korch's own unfused plan (one kernel per primitive), so both the gain over the peer and the
+// orchestration's own gain are visible. Systems are timed in alternating rounds (these machines
+// are noisy); each round warms up first. Before timing, the artifact's outputs are compared with
+// the unfused plan's.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "cpu_flags.h"
+#include "ir/random.h"
+#include "ir/tensor_compare.h"
+#include "runtime/executable.h"
+#include "support/error.h"
+#include "support/file_io.h"
+
+#ifndef KORCH_SOURCE_DIR
+#define KORCH_SOURCE_DIR "."
+#endif
+
+namespace korch::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Timing {
+  std::vector<double> ms;
+  double quantile(double q) const {
+    std::vector<double> s = ms;
+    std::sort(s.begin(), s.end());
+    if (s.empty()) return 0;
+    return s[std::min(s.size() - 1, static_cast<size_t>(q * static_cast<double>(s.size())))];
+  }
+  double median() const {
+    std::vector<double> s = ms;
+    std::sort(s.begin(), s.end());
+    if (s.empty()) return 0;
+    size_t n = s.size();
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  }
+};
+
+void time_executable(Executable& exe, const std::vector<Tensor>& inputs, int warmup, int runs, Timing& t) {
+  for (int i = 0; i < warmup; ++i) exe.run(inputs);
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    exe.run(inputs);
+    t.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
+
+std::string python_for_peer() {
+  if (const char* p = std::getenv("KORCH_PYTHON"); p && *p) return p;
+  fs::path venv = fs::path(KORCH_SOURCE_DIR) / ".venv/bin/python";
+  return fs::exists(venv) ? venv.string() : "python3";
+}
+
+// Runs onnxruntime in a child process; returns its per-run samples summarised, or an error note.
+bool time_onnxruntime(const std::string& model_file, int threads, int warmup, int runs, Timing& t,
+                      std::string* note) {
+  std::string script = (fs::path(KORCH_SOURCE_DIR) / "bench/ort_latency.py").string();
+  std::string cmd = fmt::format("'{}' '{}' '{}' --threads {} --warmup {} --runs {} 2>&1", python_for_peer(), script,
+                                model_file, threads, warmup, runs);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    *note = "cannot start " + cmd;
+    return false;
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int rc = pclose(p);
+  size_t brace = out.rfind('{');
+  if (rc != 0 || brace == std::string::npos) {
+    *note = "onnxruntime did not run: " + out.substr(0, 400);
+    return false;
+  }
+  try {
+    auto j = nlohmann::json::parse(out.substr(brace));
+    // Keep the peer's summary as three representative samples per round (median and quantiles are
+    // what we report; the child does not stream every sample back).
+    t.ms.push_back(j.at("p10_ms").get<double>());
+    t.ms.push_back(j.at("median_ms").get<double>());
+    t.ms.push_back(j.at("median_ms").get<double>());
+    t.ms.push_back(j.at("p90_ms").get<double>());
+    *note = "onnxruntime " + j.value("ort_version", std::string("?"));
+    return true;
+  } catch (const std::exception& e) {
+    *note = std::string("unreadable onnxruntime output: ") + e.what();
+    return false;
+  }
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app) {
+  struct Opts {
+    std::string model, artifact, device = "cpu", work, json;
+    int warmup = 5, runs = 30, rounds = 2;
+    bool no_ort = false, no_unfused = false;
+    CpuFlags cpu;
+    LoadFlags load;
+  };
+  auto o = std::make_shared<Opts>();
+  app.add_option("model", o->model, "ONNX model file or builtin:NAME (compiled first)");
+  app.add_option("--artifact", o->artifact, "An artifact made by korch compile (instead of MODEL)");
+  app.add_option("--device", o->device, "Device")->check(CLI::IsMember({"cpu"}));
+  app.add_option("--warmup", o->warmup, "Untimed runs per round")->check(CLI::Range(0, 1000));
+  app.add_option("--runs", o->runs, "Timed runs per round")->check(CLI::Range(1, 100000));
+  app.add_option("--rounds", o->rounds, "Alternating rounds over the systems")->check(CLI::Range(1, 100));
+  app.add_option("--work", o->work, "Folder for the compiled artifacts (default: a temporary folder)");
+  app.add_option("--json", o->json, "Also write the results as JSON to this file");
+  app.add_flag("--no-ort", o->no_ort, "Skip onnxruntime");
+  app.add_flag("--no-unfused", o->no_unfused, "Skip Korch's unfused plan");
+  o->cpu.add_to(app);
+  o->load.add_to(app);
+  return [o]() {
+    if (o->model.empty() == o->artifact.empty()) fail("give either MODEL or --artifact DIR");
+    omp_set_num_threads(o->cpu.threads);
+    fs::path work = o->work.empty() ? fs::temp_directory_path() / fmt::format("korch-bench-{}", getpid()) : fs::path(o->work);
+    fs::create_directories(work);
+    auto say = [](const std::string& s) { fmt::print("  {}\n", s); std::fflush(stdout); };
+    std::string model = o->model;
+    std::string fused_dir = o->artifact;
+    if (fused_dir.empty()) {
+      fused_dir = (work / "korch").string();
+      fmt::print("compiling {} ...\n", model);
+      compile_cpu_artifact(model, load_model_arg(model, o->load.options()), fused_dir, o->cpu.options(say), false);
+    } else {
+      auto manifest = nlohmann::json::parse(read_file_bytes((fs::path(fused_dir) / "manifest.json").string()), nullptr, false);
+      if (manifest.is_discarded()) fail("{}/manifest.json is not JSON", fused_dir);
+      model = manifest.value("model", std::string());
+    }
+    auto exe = Executable::load(fused_dir);
+    std::unique_ptr<Executable> unfused;
+    std::string unfused_note;
+    if (!o->no_unfused) {
+      if (model.empty() || (model.rfind("builtin:", 0) != 0 && !fs::exists(model))) {
+        unfused_note = "unfused plan skipped: the artifact's model '" + model + "' is not at hand";
+      } else {
+        CpuCompileOptions uo = o->cpu.options(say);
+        uo.unfused = true;
+        uo.cost = CostSource::kAnalytic;  // one kernel per primitive: nothing to choose, nothing to measure
+        std::string dir = (work / "korch-unfused").string();
+        compile_cpu_artifact(model, load_model_arg(model, o->load.options()), dir, uo, true);
+        unfused = Executable::load(dir);
+      }
+    }
+    std::mt19937_64 rng(0);
+    std::vector<Tensor> inputs;
+    for (const TensorType& t : exe->input_types()) inputs.push_back(random_tensor(t, rng));
+    double agreement = -1;
+    if (unfused) {
+      auto a = exe->run(inputs), b = unfused->run(inputs);
+      agreement = 0;
+      for (size_t i = 0; i < a.size(); ++i) agreement = std::max(agreement, rel_l2_error(a[i], b[i]));
+    }
+    std::string peer_file, peer_note;
+    if (!o->no_ort) {
+      if (model.empty()) peer_note = "onnxruntime skipped: no model";
+      else peer_file = model_file_for_peer(model, work.string());
+    }
+    Timing tk, tu, to;
+    bool ort_ok = !peer_file.empty();
+    for (int r = 0; r < o->rounds; ++r) {
+      time_executable(*exe, inputs, o->warmup, o->runs, tk);
+      if (ort_ok) ort_ok = time_onnxruntime(peer_file, o->cpu.threads, o->warmup, o->runs, to, &peer_note);
+      if (unfused) time_executable(*unfused, inputs, o->warmup, o->runs, tu);
+    }
+    fmt::print("\nbench {} on cpu, {} threads, {} rounds x {} runs (median, p10-p90 in ms)\n", model.empty() ? fused_dir : model,
+               o->cpu.threads, o->rounds, o->runs);
+    auto row = [&](const std::string& name, const Timing& t, const std::string& extra) {
+      fmt::print("  {:<16} {:>9.3f}  [{:.3f} - {:.3f}]  {}\n", name, t.median(), t.quantile(0.1), t.quantile(0.9), extra);
+    };
+    row("korch", tk, "");
+    if (ort_ok) row("onnxruntime", to, fmt::format("korch speedup {:.2f}x ({})", to.median() / tk.median(), peer_note));
+    else if (!o->no_ort) fmt::print("  onnxruntime      {}\n", peer_note);
+    if (unfused)
+      row("korch-unfused", tu, fmt::format("fusion gain {:.2f}x; outputs agree within {:.1e}", tu.median() / tk.median(), agreement));
+    else if (!unfused_note.empty())
+      fmt::print("  {}\n", unfused_note);
+    if (!o->json.empty()) {
+      nlohmann::json j = {{"model", model}, {"threads", o->cpu.threads}, {"rounds", o->rounds}, {"runs", o->runs},
+                          {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)}}}};
+      if (ort_ok) j["onnxruntime"] = {{"median_ms", to.median()}, {"p10_ms", to.quantile(0.1)}, {"p90_ms", to.quantile(0.9)}, {"note", peer_note}};
+      if (unfused) j["korch_unfused"] = {{"median_ms", tu.median()}, {"p10_ms", tu.quantile(0.1)}, {"p90_ms", tu.quantile(0.9)}, {"agreement", agreement}};
+      std::ofstream f(o->json);
+      f << j.dump(2) << "\n";
+      if (!f) fail_io("cannot write {}", o->json);
+    }
+    if (o->work.empty()) fs::remove_all(work);
+    return 0;
+  };
+}
+
+}  // namespace korch::cli

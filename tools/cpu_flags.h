@@ -1,0 +1,40 @@
+// Options and the compile step shared by `korch compile --device cpu`, `korch run --backend cpu`
+// and `korch bench`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "pipeline/cpu_compile.h"
+
+namespace korch::cli {
+
+struct OrchestrateFlags {
+  int max_prims = 8, max_linear = 1, max_fanout = 4;
+  bool no_recompute = false, verbose_solver = false;
+  double time_limit = 30, gap = 0;
+  int64_t state_limit = 200000;
+  std::string solver = "auto", dump_blp;
+  void add_to(CLI::App& app);
+  OrchestrateOptions options() const;
+};
+
+struct CpuFlags {
+  std::string cost, tuning_db;  // cost "" = measured (the CPU default)
+  int threads = 2;
+  bool no_prune = false;
+  OrchestrateFlags orchestrate;
+  // with_orchestrate: also register the search flags (compile does; run and bench take defaults
+  // unless they register them too).
+  void add_to(CLI::App& app, bool with_orchestrate = true);
+  CpuCompileOptions options(const std::function<void(const std::string&)>& say) const;
+};
+
+// Lowers `g`, compiles it for the CPU (costs per `options`) and writes the artifact to `dir`.
+// Prints a summary unless quiet. `model` is the MODEL argument (recorded in the manifest).
+CpuCompileResult compile_cpu_artifact(const std::string& model, const Graph& g, const std::string& dir,
+                                      const CpuCompileOptions& options, bool quiet);
+
+}  // namespace korch::cli
