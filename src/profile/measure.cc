@@ -22,9 +22,9 @@ double quantile(const std::vector<double>& s, double q) {
   return s[lo] + (s[hi] - s[lo]) * (pos - static_cast<double>(lo));
 }
 
-// One sampling run (step 2 + 3 of the header).
+// One sampling run (step 2 + 3 of the header); *bound says which rule stopped it.
 std::vector<double> sample_run(const std::function<void()>& fn, const MeasureOptions& opt,
-                               const std::function<double()>& now, int64_t batch) {
+                               const std::function<double()>& now, int64_t batch, const char** bound) {
   std::vector<double> samples;
   samples.reserve(static_cast<size_t>(opt.max_reps));
   const double start = now();
@@ -35,9 +35,13 @@ std::vector<double> sample_run(const std::function<void()>& fn, const MeasureOpt
     samples.push_back((t1 - t0) / static_cast<double>(batch));
     const auto reps = static_cast<int64_t>(samples.size());
     const double elapsed = t1 - start;
-    if (reps >= opt.max_reps) break;
-    if (elapsed >= opt.max_seconds && reps >= 3) break;
+    // The ordinary stop first, so a run that meets its minimums reports "min".
+    *bound = "min";
     if (reps >= opt.min_reps && elapsed >= opt.min_seconds) break;
+    *bound = "max_reps";
+    if (reps >= opt.max_reps) break;
+    *bound = "max_seconds";
+    if (elapsed >= opt.max_seconds && reps >= 3) break;
   }
   return samples;
 }
@@ -80,7 +84,9 @@ Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt) 
 
   Measurement best;
   for (int run = 0; run <= opt.max_remeasures; ++run) {
-    Measurement m = summarize_samples(sample_run(fn, opt, now, batch));
+    const char* bound = "min";
+    Measurement m = summarize_samples(sample_run(fn, opt, now, batch, &bound));
+    m.bound = bound;
     if (run == 0 || m.spread < best.spread) best = m;
     best.remeasures = run;
     if (m.spread <= opt.max_spread) break;

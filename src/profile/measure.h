@@ -43,6 +43,9 @@ struct Measurement {
   int remeasures = 0;  // extra runs the noise check made (0 = the first run was quiet enough)
   bool remeasured() const { return remeasures > 0; }
   bool noisy = false;  // spread still above max_spread after all remeasures
+  // What ended the kept run: "min" (min_reps and min_seconds reached), "max_reps" or
+  // "max_seconds" (a slow kernel: fewer reps than min_reps). For the tuning record's note.
+  const char* bound = "min";
 };
 
 Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt = {});

@@ -32,6 +32,7 @@ TEST(Measure, SteadyKernel) {
   EXPECT_EQ(m.batch, 1);
   EXPECT_EQ(m.remeasures, 0);
   EXPECT_FALSE(m.noisy);
+  EXPECT_STREQ(m.bound, "min");
   // min_seconds 0.05 at 1 ms per call: ~50 samples, within [min_reps, max_reps].
   EXPECT_GE(m.reps, 49);
   EXPECT_LE(m.reps, 51);
@@ -42,6 +43,7 @@ TEST(Measure, SlowKernelGetsThreeReps) {
   k.duration = [](int64_t) { return 2.0; };  // slower than max_seconds
   const Measurement m = measure(k.fn(), k.options());
   EXPECT_EQ(m.reps, 3);
+  EXPECT_STREQ(m.bound, "max_seconds");
   EXPECT_EQ(k.calls, 1 + 3);  // one warm-up call
   EXPECT_NEAR(m.median, 2.0, 1e-9);
 }
@@ -61,6 +63,7 @@ TEST(Measure, MaxRepsCaps) {
   o.max_reps = 30;
   const Measurement m = measure(k.fn(), k.options(o));
   EXPECT_EQ(m.reps, 30);
+  EXPECT_STREQ(m.bound, "max_reps");
 }
 
 TEST(Measure, SubMicrosecondKernelsAreBatched) {

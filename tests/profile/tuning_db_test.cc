@@ -177,6 +177,35 @@ TEST_F(TuningDbTest, TwoHandlesWriteConcurrently) {
   EXPECT_EQ(b->size(), 2 * kPerThread + 1);
 }
 
+// Two processes (what two korch runs sharing ~/.cache/korch do), both creating the schema and
+// writing at once: the busy timeout makes them wait for each other instead of failing.
+TEST_F(TuningDbTest, TwoProcessesWriteConcurrently) {
+  constexpr int kPerProcess = 150;
+  std::vector<pid_t> pids;
+  for (int p = 0; p < 2; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        auto db = TuningDb::open(db_path());
+        for (int i = 0; i < kPerProcess; ++i) db->put(make_record(std::to_string(p) + "-" + std::to_string(i), i));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", p, e.what());
+        rc = 1;
+      }
+      _exit(rc);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(TuningDb::open(db_path())->size(), 2 * kPerProcess);
+}
+
 TEST_F(TuningDbTest, CorruptFileNamesPathAndSuggestsDeleting) {
   fs::create_directories(fs::path(db_path()).parent_path());
   {
