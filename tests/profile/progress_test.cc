@@ -146,6 +146,7 @@ TEST(Progress, RateFollowsRecentSpeed) {
     bar.tick(10);
   }
   EXPECT_NEAR(*bar.rate(), 100.0, 5.0);
+  bar.finish();  // before fclose: the destructor would write to the closed file
   std::fclose(f);
 }
 
