@@ -53,19 +53,20 @@ std::string format_progress_line(const std::string& label, int64_t done, int64_t
   } else {
     line += fmt::format(" {}", done);
   }
+  // fmt::format, not "literal" + std::string: GCC 12 warns falsely (-Wrestrict) on the latter.
   const bool known = rate.has_value();
-  line += " " + (known ? format_rate(*rate) : std::string("?/s"));
+  line += fmt::format(" {}", known ? format_rate(*rate) : std::string("?/s"));
   if (total > 0) {
     if (done >= total) {
       line += "  ETA 0s";
     } else if (known && *rate > 0) {
-      line += "  ETA " + format_duration(static_cast<double>(total - done) / *rate);
+      line += fmt::format("  ETA {}", format_duration(static_cast<double>(total - done) / *rate));
     } else {
       line += "  ETA ?";
     }
   }
-  line += "  elapsed " + format_duration(elapsed_seconds);
-  if (!note.empty()) line += "  " + note;
+  line += fmt::format("  elapsed {}", format_duration(elapsed_seconds));
+  if (!note.empty()) line += fmt::format("  {}", note);
   return line;
 }
 
