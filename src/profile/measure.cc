@@ -1,0 +1,99 @@
+#include "profile/measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "support/error.h"
+
+namespace korch {
+
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Quantile q of sorted `s` with linear interpolation between neighbours.
+double quantile(const std::vector<double>& s, double q) {
+  const double pos = q * static_cast<double>(s.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, s.size() - 1);
+  return s[lo] + (s[hi] - s[lo]) * (pos - static_cast<double>(lo));
+}
+
+// One sampling run (step 2 + 3 of the header); *bound says which rule stopped it.
+std::vector<double> sample_run(const std::function<void()>& fn, const MeasureOptions& opt,
+                               const std::function<double()>& now, int64_t batch, const char** bound) {
+  std::vector<double> samples;
+  samples.reserve(static_cast<size_t>(opt.max_reps));
+  const double start = now();
+  while (true) {
+    const double t0 = now();
+    for (int64_t i = 0; i < batch; ++i) fn();
+    const double t1 = now();
+    samples.push_back((t1 - t0) / static_cast<double>(batch));
+    const auto reps = static_cast<int64_t>(samples.size());
+    const double elapsed = t1 - start;
+    // The ordinary stop first, so a run that meets its minimums reports "min".
+    *bound = "min";
+    if (reps >= opt.min_reps && elapsed >= opt.min_seconds) break;
+    *bound = "max_reps";
+    if (reps >= opt.max_reps) break;
+    *bound = "max_seconds";
+    if (elapsed >= opt.max_seconds && reps >= 3) break;
+  }
+  return samples;
+}
+
+}  // namespace
+
+Measurement summarize_samples(std::vector<double> samples) {
+  KORCH_CHECK(!samples.empty(), "summarize_samples needs at least one sample");
+  std::sort(samples.begin(), samples.end());
+  Measurement m;
+  m.median = quantile(samples, 0.5);
+  m.min = samples.front();
+  m.p10 = quantile(samples, 0.1);
+  m.p90 = quantile(samples, 0.9);
+  m.spread = m.median > 0 ? (m.p90 - m.p10) / m.median : 0.0;
+  m.reps = static_cast<int64_t>(samples.size());
+  return m;
+}
+
+Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt) {
+  KORCH_CHECK(opt.min_reps >= 1 && opt.max_reps >= opt.min_reps && opt.max_reps >= 3,
+              "bad MeasureOptions reps: min {} max {}", opt.min_reps, opt.max_reps);
+  KORCH_CHECK(opt.max_remeasures >= 0, "bad MeasureOptions max_remeasures {}", opt.max_remeasures);
+  const std::function<double()> now = opt.clock ? opt.clock : std::function<double()>(steady_seconds);
+
+  // Warm-up, which also yields the call-time estimate that sizes the batches.
+  int64_t warm_calls = 0;
+  const double warm_start = now();
+  double warm_elapsed = 0;
+  do {
+    fn();
+    ++warm_calls;
+    warm_elapsed = now() - warm_start;
+  } while (warm_elapsed < opt.warmup_seconds);
+  const double per_call = warm_elapsed / static_cast<double>(warm_calls);
+  int64_t batch = 1;
+  if (per_call < opt.min_sample_seconds)
+    batch = per_call > 0 ? static_cast<int64_t>(std::ceil(opt.min_sample_seconds / per_call))
+                         : static_cast<int64_t>(1) << 16;  // clock did not move: a very fast call
+
+  Measurement best;
+  for (int run = 0; run <= opt.max_remeasures; ++run) {
+    const char* bound = "min";
+    Measurement m = summarize_samples(sample_run(fn, opt, now, batch, &bound));
+    m.bound = bound;
+    if (run == 0 || m.spread < best.spread) best = m;
+    best.remeasures = run;
+    if (m.spread <= opt.max_spread) break;
+  }
+  best.batch = batch;
+  best.noisy = best.spread > opt.max_spread;
+  return best;
+}
+
+}  // namespace korch

@@ -1,0 +1,56 @@
+// Timing one callable: warm-up, repeated timed samples, robust statistics, a noise check.
+//
+// measure(fn, opt):
+//   1. warm-up: calls fn at least once and for at least warmup_seconds (caches, page faults, lazy
+//      binding, CPU frequency ramp); the warm-up also estimates the time of one call;
+//   2. samples: a sample times `batch` back-to-back calls and records the time per call. batch is 1
+//      unless one call is shorter than min_sample_seconds (~20 us), where the clock's resolution
+//      and overhead would dominate; then batch = ceil(min_sample_seconds / call time);
+//   3. stops when (reps >= min_reps and elapsed >= min_seconds), or reps == max_reps, or
+//      (elapsed >= max_seconds and reps >= 3): a kernel slower than max_seconds still gets 3 reps;
+//   4. noise check: when spread = (p90 - p10) / median > max_spread, samples again (up to
+//      max_remeasures times) and keeps the run with the smallest spread.
+// After it returns, fn has been called (warm-up + batch * reps per run) times.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace korch {
+
+struct MeasureOptions {
+  double warmup_seconds = 0.01;
+  int min_reps = 10;
+  int max_reps = 200;
+  double min_seconds = 0.05;
+  double max_seconds = 1.0;
+  double max_spread = 0.15;
+  int max_remeasures = 2;
+  double min_sample_seconds = 20e-6;
+  // Seconds on a monotonic clock; empty = std::chrono::steady_clock. Tests inject a fake clock.
+  std::function<double()> clock;
+};
+
+struct Measurement {
+  double median = 0;  // seconds per call; the number to use
+  double min = 0;
+  double p10 = 0;
+  double p90 = 0;
+  double spread = 0;   // (p90 - p10) / median
+  int64_t reps = 0;    // timed samples in the kept run
+  int64_t batch = 1;   // calls per sample
+  int remeasures = 0;  // extra runs the noise check made (0 = the first run was quiet enough)
+  bool remeasured() const { return remeasures > 0; }
+  bool noisy = false;  // spread still above max_spread after all remeasures
+  // What ended the kept run: "min" (min_reps and min_seconds reached), "max_reps" or
+  // "max_seconds" (a slow kernel: fewer reps than min_reps). For the tuning record's note.
+  const char* bound = "min";
+};
+
+Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt = {});
+
+// Statistics of per-call times (any order; not empty). Linear-interpolated quantiles.
+Measurement summarize_samples(std::vector<double> samples);
+
+}  // namespace korch

@@ -1,0 +1,141 @@
+#include "profile/measure.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace korch {
+namespace {
+
+// A fake clock that only the measured function advances: each call "takes" duration(i) seconds.
+struct FakeKernel {
+  double t = 0;
+  int64_t calls = 0;
+  std::function<double(int64_t)> duration;
+  MeasureOptions options(MeasureOptions o = {}) {
+    o.clock = [this] { return t; };
+    return o;
+  }
+  std::function<void()> fn() {
+    return [this] { t += duration(calls++); };
+  }
+};
+
+TEST(Measure, SteadyKernel) {
+  FakeKernel k;
+  k.duration = [](int64_t) { return 1e-3; };
+  const Measurement m = measure(k.fn(), k.options());
+  EXPECT_NEAR(m.median, 1e-3, 1e-9);
+  EXPECT_NEAR(m.min, 1e-3, 1e-9);
+  EXPECT_LT(m.spread, 1e-6);
+  EXPECT_EQ(m.batch, 1);
+  EXPECT_EQ(m.remeasures, 0);
+  EXPECT_FALSE(m.noisy);
+  EXPECT_STREQ(m.bound, "min");
+  // min_seconds 0.05 at 1 ms per call: ~50 samples, within [min_reps, max_reps].
+  EXPECT_GE(m.reps, 49);
+  EXPECT_LE(m.reps, 51);
+}
+
+TEST(Measure, SlowKernelGetsThreeReps) {
+  FakeKernel k;
+  k.duration = [](int64_t) { return 2.0; };  // slower than max_seconds
+  const Measurement m = measure(k.fn(), k.options());
+  EXPECT_EQ(m.reps, 3);
+  EXPECT_STREQ(m.bound, "max_seconds");
+  EXPECT_EQ(k.calls, 1 + 3);  // one warm-up call
+  EXPECT_NEAR(m.median, 2.0, 1e-9);
+}
+
+TEST(Measure, MaxSecondsBoundsMediumKernels) {
+  FakeKernel k;
+  k.duration = [](int64_t) { return 0.3; };  // 10 reps would take 3 s
+  const Measurement m = measure(k.fn(), k.options());
+  EXPECT_EQ(m.reps, 4);  // the sample that crosses 1 s is the last
+}
+
+TEST(Measure, MaxRepsCaps) {
+  FakeKernel k;
+  k.duration = [](int64_t) { return 1e-4; };
+  MeasureOptions o;
+  o.min_seconds = 100;  // never reached
+  o.max_reps = 30;
+  const Measurement m = measure(k.fn(), k.options(o));
+  EXPECT_EQ(m.reps, 30);
+  EXPECT_STREQ(m.bound, "max_reps");
+}
+
+TEST(Measure, SubMicrosecondKernelsAreBatched) {
+  FakeKernel k;
+  k.duration = [](int64_t) { return 1e-7; };
+  const Measurement m = measure(k.fn(), k.options());
+  EXPECT_GE(m.batch, 200);  // >= 20 us per sample
+  EXPECT_NEAR(m.median, 1e-7, 1e-12);
+  EXPECT_GE(m.reps, 10);
+}
+
+TEST(Measure, NoisyStartIsRemeasured) {
+  FakeKernel k;
+  // The first 40 calls alternate 1 ms / 3 ms (a neighbour process), then it is quiet.
+  k.duration = [](int64_t i) { return i < 40 && i % 2 ? 3e-3 : 1e-3; };
+  const Measurement m = measure(k.fn(), k.options());
+  EXPECT_TRUE(m.remeasured());
+  EXPECT_GE(m.remeasures, 1);
+  EXPECT_LE(m.remeasures, 2);
+  EXPECT_FALSE(m.noisy);
+  EXPECT_LE(m.spread, 0.15);
+  EXPECT_NEAR(m.median, 1e-3, 1e-9);
+}
+
+TEST(Measure, AlwaysNoisyKeepsSmallestSpreadAndSaysSo) {
+  FakeKernel k;
+  k.duration = [](int64_t i) { return i % 3 == 0 ? 4e-3 : 1e-3; };
+  const Measurement m = measure(k.fn(), k.options());
+  EXPECT_EQ(m.remeasures, 2);
+  EXPECT_TRUE(m.noisy);
+  EXPECT_GT(m.spread, 0.15);
+}
+
+TEST(Measure, SummarizeQuantiles) {
+  const Measurement m = summarize_samples({5, 1, 4, 2, 3, 6, 7, 8, 9, 10, 11});
+  EXPECT_DOUBLE_EQ(m.median, 6);
+  EXPECT_DOUBLE_EQ(m.min, 1);
+  EXPECT_DOUBLE_EQ(m.p10, 2);
+  EXPECT_DOUBLE_EQ(m.p90, 10);
+  EXPECT_DOUBLE_EQ(m.spread, 8.0 / 6.0);
+  EXPECT_EQ(m.reps, 11);
+}
+
+// Real clock: the numbers must be plausible on a loaded 2-core machine.
+TEST(Measure, RealSleep) {
+  int64_t calls = 0;
+  MeasureOptions o;
+  o.max_remeasures = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Measurement m = measure([&] {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }, o);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(m.median, 500e-6);
+  EXPECT_LT(m.median, 20e-3);
+  EXPECT_GE(m.reps, o.min_reps);
+  EXPECT_LE(m.reps, o.max_reps);
+  EXPECT_EQ(m.batch, 1);
+  EXPECT_LT(wall, 2.5);
+}
+
+TEST(Measure, RealBusyLoopIsBatched) {
+  volatile int sink = 0;
+  const Measurement m = measure([&] {
+    for (int i = 0; i < 20; ++i) sink = sink + i;
+  });
+  EXPECT_GT(m.batch, 1);
+  EXPECT_GT(m.median, 0);
+  EXPECT_LT(m.median, 5e-6);
+  EXPECT_GE(m.reps, 10);
+}
+
+}  // namespace
+}  // namespace korch
