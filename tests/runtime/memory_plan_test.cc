@@ -21,8 +21,9 @@ void check_plan(const std::vector<BufferLifetime>& bufs, const MemoryPlan& p) {
     for (size_t j = 0; j < i; ++j) {
       bool live_together = bufs[i].first <= bufs[j].last && bufs[j].first <= bufs[i].last;
       bool disjoint = p.offsets[i] + bufs[i].bytes <= p.offsets[j] || p.offsets[j] + bufs[j].bytes <= p.offsets[i];
-      if (live_together && bufs[i].bytes > 0 && bufs[j].bytes > 0)
+      if (live_together && bufs[i].bytes > 0 && bufs[j].bytes > 0) {
         EXPECT_TRUE(disjoint) << "buffers " << i << " and " << j << " are live together and overlap";
+      }
     }
   }
   EXPECT_EQ(p.arena_bytes, end);
