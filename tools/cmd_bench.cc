@@ -52,7 +52,7 @@ struct Timing {
   }
 };
 
-void time_executable(Executable& exe, const std::vector<Tensor>& inputs, int warmup, int runs, Timing& t) {
+void time_executable(runtime::Executable& exe, const std::vector<Tensor>& inputs, int warmup, int runs, Timing& t) {
   for (int i = 0; i < warmup; ++i) exe.run(inputs);
   for (int i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
@@ -144,8 +144,8 @@ Command add_bench(CLI::App& app) {
       if (manifest.is_discarded()) fail("{}/manifest.json is not JSON", fused_dir);
       model = manifest.value("model", std::string());
     }
-    auto exe = Executable::load(fused_dir);
-    std::unique_ptr<Executable> unfused;
+    auto exe = runtime::Executable::load(fused_dir);
+    std::unique_ptr<runtime::Executable> unfused;
     std::string unfused_note;
     if (!o->no_unfused) {
       if (model.empty() || (model.rfind("builtin:", 0) != 0 && !fs::exists(model))) {
@@ -156,7 +156,7 @@ Command add_bench(CLI::App& app) {
         uo.cost = CostSource::kAnalytic;  // one kernel per primitive: nothing to choose, nothing to measure
         std::string dir = (work / "korch-unfused").string();
         compile_cpu_artifact(model, load_model_arg(model, o->load.options()), dir, uo, true);
-        unfused = Executable::load(dir);
+        unfused = runtime::Executable::load(dir);
       }
     }
     std::mt19937_64 rng(0);

@@ -1,9 +1,11 @@
-// korch run MODEL.onnx --backend reference (--inputs DIR | --random-inputs SEED) --outputs DIR
+// korch run MODEL.onnx --backend reference|cpu (--inputs DIR | --random-inputs SEED) --outputs DIR
+// korch run --artifact DIR (--inputs DIR | --random-inputs SEED) --outputs DIR [--threads N]
 //
 // File contract (how held-back models are checked; keep exact): each model input is read from
 // DIR/<name>.npy and each output written to OUT/<name>.npy, <name> being the ONNX tensor name with
 // every character outside [A-Za-z0-9_.-] replaced by '_'. --random-inputs SEED makes seeded inputs
-// and writes them to the outputs folder too.
+// (the same tensors for a model and its artifact) and writes them to the outputs folder too.
+// --artifact runs a compiled artifact (src/runtime/executable.h) without the optimizer.
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -13,62 +15,153 @@
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/tensor_io.h"
+#include "cpu_flags.h"
+#include "ir/tensor_compare.h"
+#include "runtime/executable.h"
 #include "support/strings.h"
 
 namespace korch::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The inputs named `names` with types `types`: from DIR/<name>.npy, or seeded random tensors
+// (drawn in order from one generator, as random_inputs() does for a graph) written to `out_dir`.
+std::vector<Tensor> read_inputs(const std::vector<std::string>& names, const std::vector<TensorType>& types,
+                                const std::string& in_dir, int64_t seed, const std::string& out_dir) {
+  std::vector<Tensor> inputs;
+  std::mt19937_64 rng(static_cast<uint64_t>(seed));
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string file = sanitize_name(names[i]) + ".npy";
+    if (!in_dir.empty()) {
+      fs::path p = fs::path(in_dir) / file;
+      if (!fs::exists(p)) fail_io("input '{}': expected file '{}' not found", names[i], p.string());
+      Tensor t = load_npy(p.string());
+      if (t.dtype() != types[i].dtype || t.shape() != types[i].shape)
+        fail("input '{}': '{}' holds {} but the model expects {}", names[i], p.string(), type_str(t.type()),
+             type_str(types[i]));
+      inputs.push_back(std::move(t));
+    } else {
+      inputs.push_back(random_tensor(types[i], rng));
+      save_npy((fs::path(out_dir) / file).string(), inputs.back());
+    }
+  }
+  return inputs;
+}
+
+void write_outputs(const std::vector<std::string>& names, const std::vector<Tensor>& outs, const std::string& dir) {
+  for (size_t i = 0; i < outs.size(); ++i) {
+    fs::path p = fs::path(dir) / (sanitize_name(names[i]) + ".npy");
+    save_npy(p.string(), outs[i]);
+    fmt::print("{:<30} {:<24} -> {}\n", names[i], type_str(outs[i].type()), p.string());
+  }
+}
+
+}  // namespace
+
 Command add_run(CLI::App& app) {
   struct Opts {
-    std::string model, backend = "reference", inputs, outputs;
+    std::string model, backend = "reference", inputs, outputs, artifact;
     LoadFlags load;
     int64_t seed = -1;
+    int threads = 2;
+    std::string save_artifact;
+    bool check = false;
+    CpuFlags cpu;
   };
   auto o = std::make_shared<Opts>();
-  app.add_option("model", o->model, "ONNX model file")->required();
-  app.add_option("--backend", o->backend, "Execution backend (reference)")
-      ->check(CLI::IsMember({"reference"}));
+  auto* model_opt = app.add_option("model", o->model, "ONNX model file");
+  auto* backend_opt = app.add_option("--backend", o->backend, "Execution backend for a model (reference, cpu)")
+                          ->check(CLI::IsMember({"reference", "cpu"}));
+  auto* artifact_opt = app.add_option("--artifact", o->artifact, "Run a compiled artifact folder instead of a model");
+  artifact_opt->excludes(model_opt);
+  artifact_opt->excludes(backend_opt);
   auto* in_opt = app.add_option("--inputs", o->inputs, "Folder with one <input name>.npy per model input");
   auto* rnd_opt = app.add_option("--random-inputs", o->seed, "Generate seeded random inputs instead (written to --outputs)");
   in_opt->excludes(rnd_opt);
   app.add_option("--outputs", o->outputs, "Folder to write <output name>.npy files to")->required();
+  auto* threads_opt = app.add_option("--threads", o->threads, "CPU threads for the cpu backend / artifact (default 2)")
+                          ->check(CLI::Range(1, 1024));
+  app.add_option("--save-artifact", o->save_artifact, "--backend cpu: keep the compiled artifact in this folder");
+  app.add_flag("--check", o->check,
+               "--backend cpu: also run the reference interpreter and fail unless every output is within 1e-4 "
+               "(relative L2)");
+  app.add_option("--cost", o->cpu.cost, "--backend cpu: measured (default) or analytic kernel costs")
+      ->check(CLI::IsMember({"analytic", "measured"}));
+  app.add_option("--tuning-db", o->cpu.tuning_db, "--backend cpu: tuning database path");
   o->load.add_to(app);
-  return [o]() {
+  return [o, threads_opt]() {
+    if (o->model.empty() && o->artifact.empty()) fail("give a MODEL.onnx or --artifact DIR");
     if (o->inputs.empty() && o->seed < 0) fail("give --inputs DIR or --random-inputs SEED");
-    Graph g = load_onnx(o->model, o->load.options());
+    // The reference interpreter keeps OpenMP's default unless --threads is given.
+    bool cpu = !o->artifact.empty() || o->backend == "cpu";
+    if (cpu || threads_opt->count() > 0) runtime::set_cpu_threads(o->threads);
+
+    if (!o->artifact.empty()) {
+      auto exe = runtime::Executable::load(o->artifact);
+      std::error_code ec;
+      fs::create_directories(o->outputs, ec);
+      if (ec) fail_io("cannot create output folder '{}': {}", o->outputs, ec.message());
+      std::vector<Tensor> inputs = read_inputs(exe->input_names(), exe->input_types(), o->inputs, o->seed, o->outputs);
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<Tensor> outs = exe->run(inputs);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      write_outputs(exe->output_names(), outs, o->outputs);
+      fmt::print("ran {} kernels of artifact {} on {} threads in {:.2f} ms{}\n", exe->kernel_count(), o->artifact,
+                 o->threads, ms, exe->rebuilt_library() ? " (rebuilt kernels/libkernels.so first)" : "");
+      return 0;
+    }
+
+    Graph g = load_model_arg(o->model, o->load.options());
     std::error_code ec;
     fs::create_directories(o->outputs, ec);
     if (ec) fail_io("cannot create output folder '{}': {}", o->outputs, ec.message());
-
-    std::vector<Tensor> inputs;
-    std::vector<Tensor> generated;
-    if (o->inputs.empty()) generated = random_inputs(g, static_cast<uint64_t>(o->seed));
-    for (size_t i = 0; i < g.inputs.size(); ++i) {
-      const Value& v = g.value(g.inputs[i]);
-      std::string file = sanitize_name(v.name) + ".npy";
-      if (!o->inputs.empty()) {
-        fs::path p = fs::path(o->inputs) / file;
-        if (!fs::exists(p)) fail_io("input '{}': expected file '{}' not found", v.name, p.string());
-        Tensor t = load_npy(p.string());
-        if (t.dtype() != v.type.dtype || t.shape() != v.type.shape)
-          fail("input '{}': '{}' holds {} but the model expects {}", v.name, p.string(), type_str(t.type()),
-               type_str(v.type));
-        inputs.push_back(std::move(t));
-      } else {
-        inputs.push_back(generated[i]);
-        save_npy((fs::path(o->outputs) / file).string(), inputs.back());
+    std::vector<std::string> names;
+    std::vector<TensorType> types;
+    for (ValueId v : g.inputs) {
+      names.push_back(g.value(v).name);
+      types.push_back(g.type(v));
+    }
+    std::vector<Tensor> inputs = read_inputs(names, types, o->inputs, o->seed, o->outputs);
+    std::vector<std::string> out_names;
+    for (ValueId v : g.outputs) out_names.push_back(g.value(v).name);
+    if (o->backend == "cpu") {
+      // Compile into an artifact (kept with --save-artifact), then run it like `--artifact` would.
+      o->cpu.threads = o->threads;
+      fs::path dir = o->save_artifact.empty() ? fs::temp_directory_path() / fmt::format("korch-run-{}", getpid())
+                                              : fs::path(o->save_artifact);
+      auto say = [](const std::string& s) { fmt::print("  {}\n", s); std::fflush(stdout); };
+      compile_cpu_artifact(o->model, g, dir.string(), o->cpu.options(say), false);
+      auto exe = runtime::Executable::load(dir.string());
+      exe->run(inputs);  // warm-up: first-run weight reorders and page faults are not the model's time
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<Tensor> outs = exe->run(inputs);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      write_outputs(out_names, outs, o->outputs);
+      fmt::print("ran {} kernels ({} primitives) with the cpu backend in {:.2f} ms\n", exe->kernel_count(),
+                 exe->manifest().value("primitives", 0), ms);
+      if (o->save_artifact.empty()) fs::remove_all(dir, ec);
+      if (o->check) {
+        auto t1 = std::chrono::steady_clock::now();
+        std::vector<Tensor> want = interpret(g, inputs);
+        double ref_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        double worst = 0;
+        for (size_t i = 0; i < outs.size(); ++i) {
+          std::string d = rel_l2_diff(outs[i], want[i], 1e-4);
+          double e = rel_l2_error(outs[i], want[i]);
+          worst = std::max(worst, e);
+          if (!d.empty()) fail("output '{}' differs from the reference interpreter: {}", out_names[i], d);
+        }
+        fmt::print("matches the reference interpreter: worst relative L2 error {:.2e} (reference {:.1f} ms)\n", worst,
+                   ref_ms);
       }
+      return 0;
     }
     auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> outs = interpret(g, inputs);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    for (size_t i = 0; i < outs.size(); ++i) {
-      const Value& v = g.value(g.outputs[i]);
-      fs::path p = fs::path(o->outputs) / (sanitize_name(v.name) + ".npy");
-      save_npy(p.string(), outs[i]);
-      fmt::print("{:<30} {:<24} -> {}\n", v.name, type_str(outs[i].type()), p.string());
-    }
+    write_outputs(out_names, outs, o->outputs);
     fmt::print("ran {} nodes with the {} backend in {:.1f} ms\n", g.nodes.size(), o->backend, ms);
     return 0;
   };

@@ -111,8 +111,8 @@ CpuCompileResult compile_cpu_artifact(const std::string& model, const Graph& g, 
              options.cost == CostSource::kMeasured ? "measured" : "analytic");
   fmt::print("  solver {} {} in {:.2f} s, gap {:.3g}%\n", s.solver, solve_status_name(s.status), s.seconds,
              100 * s.gap);
-  auto exe = Executable::load(dir);
-  MemoryReport mem = exe->memory();
+  auto exe = runtime::Executable::load(dir);
+  runtime::MemoryReport mem = exe->memory();
   fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB\n",
              mem.arena_bytes / 1e6, mem.unfused_arena_bytes / 1e6, mem.weights_bytes / 1e6);
   fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s); wrote {}\n", total,

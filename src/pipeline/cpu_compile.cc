@@ -85,13 +85,13 @@ CpuCompileResult compile_for_cpu(const Graph& p, const CpuCompileOptions& option
 void write_cpu_artifact(const std::string& dir, const Graph& p, const CpuCompileResult& r,
                         const CpuCompileOptions& options, const PlanMetadata& meta) {
   namespace fs = std::filesystem;
-  ArtifactContents contents;
+  runtime::ArtifactContents contents;
   contents.graph = &p;
   contents.prelude = cpu::cpu_prelude();
   const KernelPlan& plan = r.orchestration.plan;
   for (size_t i = 0; i < r.kernels.size(); ++i) {
     const cpu::EmittedKernel& k = r.kernels[i];
-    ArtifactKernel ak;
+    runtime::ArtifactKernel ak;
     ak.recipe = k.recipe;
     ak.args = k.arg_inputs;
     ak.args.insert(ak.args.end(), k.outputs.begin(), k.outputs.end());
@@ -111,7 +111,7 @@ void write_cpu_artifact(const std::string& dir, const Graph& p, const CpuCompile
                              {"kernels", plan.kernels.size()},
                              {"primitives", p.nodes.size()},
                              {"timing", meta.timing}};
-  write_artifact(dir, contents);
+  runtime::write_artifact(dir, contents);
   std::ofstream f(fs::path(dir) / "plan.json");
   f << plan_to_json(p, r.orchestration, options.orchestrate, meta) << "\n";
   if (!f) fail_io("cannot write {}/plan.json", dir);

@@ -21,6 +21,7 @@ TuningStatus parse_status(const std::string& s, const std::string& path) {
   if (s == "ok") return TuningStatus::kOk;
   if (s == "failed") return TuningStatus::kFailed;
   if (s == "unemittable") return TuningStatus::kUnemittable;
+  if (s == "inflight") return TuningStatus::kInFlight;
   fail_io("tuning database {} holds an unknown record status '{}' (written by a newer Korch?); "
           "delete the file to start over", path, s);
 }
@@ -70,6 +71,7 @@ const char* tuning_status_name(TuningStatus s) {
     case TuningStatus::kOk: return "ok";
     case TuningStatus::kFailed: return "failed";
     case TuningStatus::kUnemittable: return "unemittable";
+    case TuningStatus::kInFlight: return "inflight";
   }
   return "?";
 }

@@ -26,8 +26,9 @@ enum class TuningStatus {
   kOk,           // measured; seconds/spread/reps are valid
   kFailed,       // compiled and ran but failed the correctness gate (note: why)
   kUnemittable,  // the generator cannot emit this kernel (note: why)
+  kInFlight,     // being measured (reps = attempt): found at start-up, the process measuring it died
 };
-const char* tuning_status_name(TuningStatus s);  // "ok" | "failed" | "unemittable"
+const char* tuning_status_name(TuningStatus s);  // "ok" | "failed" | "unemittable" | "inflight"
 
 struct TuningRecord {
   std::string key;        // caller-made, see make_tuning_key(); primary key

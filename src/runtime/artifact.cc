@@ -1,0 +1,259 @@
+// Writes the artifact folder (artifact.h).
+//
+// program.json, as written here and read by executable.cc:
+//   {"format": "korch-program", "version": 1,
+//    "buffers": [{"id", "kind": "input"|"output"|"weight"|"arena", "name", "dtype", "shape",
+//                 "bytes", "index" (input/output position), "offset" (weight/arena),
+//                 "copy_from" (output only: a buffer id copied in after the kernels ran)}],
+//    "inputs": [buffer ids], "outputs": [buffer ids], "input_names", "output_names",
+//    "kernels": [{"recipe": CpuKernelRecipe::to_json(), "args": [buffer ids], "note"}],
+//    "arena_bytes", "weights_bytes",
+//    "memory": {"arena_bytes", "unfused_arena_bytes", "intermediate_bytes", "weights_bytes"}}
+// Buffer ids are positions in "buffers", not graph value ids: the graph is not in the artifact.
+#include "runtime/artifact.h"
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "codegen/cpu/cpu_compiler.h"
+#include "ir/dtype.h"
+#include "runtime/memory_plan.h"
+#include "support/error.h"
+
+#ifndef KORCH_VERSION
+#define KORCH_VERSION "unknown"
+#endif
+#ifndef KORCH_GIT_DESCRIBE
+#define KORCH_GIT_DESCRIBE ""
+#endif
+
+namespace korch::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) fail_io("cannot write {}", path.string());
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// First line of `cxx --version`; "unknown" when it does not run (a cache hit needs no compiler).
+std::string compiler_version_line(const std::string& cxx) {
+  FILE* p = popen((cxx + " --version 2>/dev/null").c_str(), "r");
+  if (!p) return "unknown";
+  char buf[512] = {0};
+  std::string line = fgets(buf, sizeof buf, p) ? std::string(buf) : "";
+  int status = pclose(p);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return status == 0 && !line.empty() ? line : "unknown";
+}
+
+int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
+
+nlohmann::json buffer_json(int id, const char* kind, const Value& v) {
+  return {{"id", id}, {"kind", kind}, {"name", v.name}, {"dtype", std::string(dtype_name(v.type.dtype))},
+          {"shape", v.type.shape}, {"bytes", v.type.byte_size()}};
+}
+
+std::string build_script(const cpu::CompilerConfig& config) {
+  std::string cxx = config.cxx.substr(0, config.cxx.find(' '));
+  return "#!/bin/sh\n"
+         "# Rebuilds libkernels.so from kernels.cc; korch runs it when the library is missing or does\n"
+         "# not load. `sh build.sh` writes libkernels.so here (through a temporary, then a rename).\n"
+         "set -e\n"
+         "case \"$0\" in */*) cd \"${0%/*}\" ;; esac\n"
+         "command -v " + cxx + " >/dev/null 2>&1 || { echo \"the C++ compiler '" + cxx +
+         "' is not installed (install build-essential, or set KORCH_CXX when compiling)\" >&2; exit 127; }\n" +
+         cpu::compile_command(config, "kernels.cc", "libkernels.so.tmp") + "\n" +
+         "mv -f libkernels.so.tmp libkernels.so\n";
+}
+
+}  // namespace
+
+void write_artifact(const std::string& dir, const ArtifactContents& c) {
+  KORCH_CHECK(c.graph != nullptr);
+  const Graph& g = *c.graph;
+  const fs::path root(dir);
+  std::error_code ec;
+  fs::create_directories(root / "kernels", ec);
+  if (ec) fail_io("cannot create artifact folder {}: {}", (root / "kernels").string(), ec.message());
+
+  // Which values are available before each kernel runs: graph inputs and constants, then outputs.
+  std::set<ValueId> available(g.inputs.begin(), g.inputs.end());
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].is_constant()) available.insert(static_cast<ValueId>(v));
+  std::vector<StepIo> steps;
+  for (size_t k = 0; k < c.kernels.size(); ++k) {
+    const ArtifactKernel& ak = c.kernels[k];
+    const auto& r = ak.recipe;
+    KORCH_CHECK(ak.args.size() == r.inputs.size() + r.outputs.size(), "kernel {} ({}): {} args for {} inputs + {} outputs",
+                k, r.symbol, ak.args.size(), r.inputs.size(), r.outputs.size());
+    StepIo io;
+    for (size_t a = 0; a < ak.args.size(); ++a) {
+      ValueId v = ak.args[a];
+      bool is_input = a < r.inputs.size();
+      const TensorType& want = is_input ? r.inputs[a] : r.outputs[a - r.inputs.size()];
+      KORCH_CHECK(v >= 0 && static_cast<size_t>(v) < g.values.size() && g.type(v) == want,
+                  "kernel {} ({}) argument {}: value {} does not have the recipe's type {}", k, r.symbol, a, v,
+                  type_str(want));
+      if (is_input) {
+        KORCH_CHECK(available.count(v), "kernel {} ({}) reads {} before any kernel writes it", k, r.symbol,
+                    g.value(v).name);
+        io.reads.push_back(v);
+      } else {
+        io.writes.push_back(v);
+      }
+    }
+    for (ValueId v : io.writes) available.insert(v);
+    steps.push_back(std::move(io));
+  }
+  for (ValueId v : g.outputs)
+    KORCH_CHECK(available.count(v), "graph output {} is written by no kernel", g.value(v).name);
+
+  // Buffers: graph inputs, graph outputs, weights, then arena intermediates.
+  nlohmann::json buffers = nlohmann::json::array();
+  std::map<ValueId, int> buffer_of;  // where kernels read/write each value
+  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
+  nlohmann::json input_names = nlohmann::json::array(), output_names = nlohmann::json::array();
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    int id = static_cast<int>(buffers.size());
+    buffers.push_back(buffer_json(id, "input", g.value(g.inputs[i])));
+    buffers.back()["index"] = i;
+    buffer_of[g.inputs[i]] = id;
+    inputs.push_back(id);
+    input_names.push_back(g.value(g.inputs[i]).name);
+  }
+  std::vector<std::pair<int, ValueId>> copies;  // output buffer <- the buffer of a value
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    ValueId v = g.outputs[i];
+    int id = static_cast<int>(buffers.size());
+    buffers.push_back(buffer_json(id, "output", g.value(v)));
+    buffers.back()["index"] = i;
+    outputs.push_back(id);
+    output_names.push_back(g.value(v).name);
+    // Kernels write a graph output straight into its tensor; an output that is an input, a
+    // constant or a repeat of an earlier output is copied in after the kernels.
+    if (buffer_of.count(v) || g.value(v).is_constant()) copies.emplace_back(id, v);
+    else buffer_of[v] = id;
+  }
+
+  // weights.bin: constants read as kernel arguments or copied to outputs, each 64-byte aligned.
+  std::vector<ValueId> weights;
+  for (const auto& ak : c.kernels)
+    for (size_t a = 0; a < ak.recipe.inputs.size(); ++a)
+      if (g.value(ak.args[a]).is_constant() && !buffer_of.count(ak.args[a])) {
+        buffer_of[ak.args[a]] = -1;  // placeholder, assigned below
+        weights.push_back(ak.args[a]);
+      }
+  for (const auto& [id, v] : copies)
+    if (g.value(v).is_constant() && !buffer_of.count(v)) {
+      buffer_of[v] = -1;
+      weights.push_back(v);
+    }
+  std::string blob;
+  for (ValueId v : weights) {
+    const Tensor& t = *g.value(v).constant;
+    int id = static_cast<int>(buffers.size());
+    buffers.push_back(buffer_json(id, "weight", g.value(v)));
+    buffers.back()["offset"] = blob.size();
+    blob.append(reinterpret_cast<const char*>(t.raw()), t.nbytes());
+    blob.resize(static_cast<size_t>(align64(static_cast<int64_t>(blob.size()))), '\0');
+    buffer_of[v] = id;
+  }
+  write_text(root / "weights.bin", blob);
+
+  ArenaPlan arena = plan_arena(g, steps);
+  for (const auto& [v, offset] : arena.offset) {
+    int id = static_cast<int>(buffers.size());
+    buffers.push_back(buffer_json(id, "arena", g.value(v)));
+    buffers.back()["offset"] = offset;
+    buffer_of[v] = id;
+  }
+  for (const auto& [id, v] : copies) buffers[static_cast<size_t>(id)]["copy_from"] = buffer_of.at(v);
+
+  MemoryReport mem;
+  mem.arena_bytes = arena.arena_bytes;
+  mem.unfused_arena_bytes = plan_arena(g, unfused_steps(g)).arena_bytes;
+  mem.intermediate_bytes = arena.intermediate_bytes;
+  mem.weights_bytes = static_cast<int64_t>(blob.size());
+
+  // kernels.cc: each loop function once (kernels with one signature share one symbol).
+  std::string source = c.prelude + "\n";
+  std::map<std::string, const std::string*> functions;
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& ak : c.kernels) {
+    nlohmann::json args = nlohmann::json::array();
+    for (ValueId v : ak.args) args.push_back(buffer_of.at(v));
+    kernels.push_back({{"recipe", ak.recipe.to_json()}, {"args", args}, {"note", ak.note}});
+    if (ak.recipe.symbol.empty()) continue;
+    auto [it, fresh] = functions.emplace(ak.recipe.symbol, &ak.function_source);
+    KORCH_CHECK(fresh || *it->second == ak.function_source, "two different functions named {}", ak.recipe.symbol);
+    if (fresh) source += ak.function_source + "\n";
+  }
+
+  nlohmann::json program = {{"format", "korch-program"},
+                            {"version", kArtifactVersion},
+                            {"buffers", buffers},
+                            {"inputs", inputs},
+                            {"outputs", outputs},
+                            {"input_names", input_names},
+                            {"output_names", output_names},
+                            {"kernels", kernels},
+                            {"arena_bytes", mem.arena_bytes},
+                            {"weights_bytes", mem.weights_bytes},
+                            {"memory",
+                             {{"arena_bytes", mem.arena_bytes},
+                              {"unfused_arena_bytes", mem.unfused_arena_bytes},
+                              {"intermediate_bytes", mem.intermediate_bytes},
+                              {"weights_bytes", mem.weights_bytes}}}};
+  write_text(root / "program.json", program.dump(1) + "\n");
+
+  const cpu::CompilerConfig config = cpu::default_cpu_compiler();
+  write_text(root / "kernels" / "kernels.cc", source);
+  write_text(root / "kernels" / "build.sh", build_script(config));
+  fs::permissions(root / "kernels" / "build.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                  fs::perm_options::add, ec);
+  if (!functions.empty()) {
+    std::vector<cpu::CompiledSource> compiled = cpu::compile_sources({source}, config);
+    fs::path lib = root / "kernels" / "libkernels.so", tmp = root / "kernels" / "libkernels.so.tmp";
+    fs::copy_file(compiled[0].library_path, tmp, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(tmp, lib, ec);
+    if (ec) fail_io("cannot copy {} to {}: {}", compiled[0].library_path, lib.string(), ec.message());
+  } else {
+    fs::remove(root / "kernels" / "libkernels.so", ec);  // nothing to load: no stale library either
+  }
+
+  nlohmann::json manifest = {{"format", kArtifactFormat},
+                             {"version", kArtifactVersion},
+                             {"korch_version", KORCH_VERSION},
+                             {"generator_version", cpu::kCpuGeneratorVersion},
+                             {"compiler", {{"command", cpu::compile_command(config, "kernels.cc", "libkernels.so")},
+                                           {"version", compiler_version_line(config.cxx)}}},
+                             {"created", utc_now()},
+                             {"device", "cpu"},
+                             {"model", g.name},
+                             {"kernels", c.kernels.size()},
+                             {"memory", program["memory"]}};
+  if (std::string(KORCH_GIT_DESCRIBE).size()) manifest["korch_git"] = KORCH_GIT_DESCRIBE;
+  if (c.manifest_extra.is_object())
+    for (const auto& [k, v] : c.manifest_extra.items()) manifest[k] = v;
+  write_text(root / "manifest.json", manifest.dump(2) + "\n");
+}
+
+}  // namespace korch::runtime

@@ -1,0 +1,66 @@
+// The runtime's memory plan: where every intermediate tensor lives inside one arena.
+//
+// An intermediate is a value written by a kernel that is not a graph output (graph outputs get
+// their own tensors, graph inputs are read in place, constants live in weights.bin). Its lifetime
+// is [first writer step, last reader step] (a value nobody reads lives for its writer's step
+// only). Two intermediates whose lifetimes overlap never overlap in memory; the others may share.
+//
+// Placement is greedy, largest first, at the lowest 64-byte-aligned offset that clears every
+// already placed buffer it is live with. Example (bytes, [first, last]):
+//     a 256 [0,1]   b 128 [1,2]   c 256 [2,3]
+//   a -> 0; c is not live with a -> 0; b is live with both -> 256. Arena 384 bytes (sum: 640).
+// What holds after: offsets are multiples of the alignment; live-overlapping buffers are disjoint;
+// arena_bytes = max(offset + aligned size) <= sum of aligned sizes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace korch::runtime {
+
+constexpr int64_t kArenaAlignment = 64;
+
+struct BufferLifetime {
+  int64_t bytes = 0;
+  int first = 0;  // step that first writes it
+  int last = 0;   // last step that reads it (>= first)
+};
+
+struct MemoryPlan {
+  std::vector<int64_t> offsets;  // one per buffer, in the caller's order
+  int64_t arena_bytes = 0;       // peak: the arena size
+};
+
+// Pure function of its input; KORCH_CHECKs first <= last and bytes >= 0.
+MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t alignment = kArenaAlignment);
+
+// One step of execution (a kernel): the graph values it reads and writes.
+struct StepIo {
+  std::vector<ValueId> reads;
+  std::vector<ValueId> writes;
+};
+
+// The arena of a kernel sequence over graph `g`: which values are intermediates (see above) and
+// their offsets. kNoValue entries are ignored.
+struct ArenaPlan {
+  std::map<ValueId, int64_t> offset;  // intermediates only
+  int64_t arena_bytes = 0;
+  int64_t intermediate_bytes = 0;     // sum of aligned sizes: the arena without reuse
+};
+ArenaPlan plan_arena(const Graph& g, const std::vector<StepIo>& steps);
+
+// The unfused baseline's steps: one per node in graph order, every node output materialised.
+std::vector<StepIo> unfused_steps(const Graph& g);
+
+// What the artifact costs in memory, in bytes.
+struct MemoryReport {
+  int64_t arena_bytes = 0;           // the plan's peak arena
+  int64_t unfused_arena_bytes = 0;   // the same planner on the unfused baseline
+  int64_t intermediate_bytes = 0;    // the plan's intermediates without reuse
+  int64_t weights_bytes = 0;         // weights.bin payload
+};
+
+}  // namespace korch::runtime
