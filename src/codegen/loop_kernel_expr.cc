@@ -90,7 +90,8 @@ int StageBuilder::e_load(int buffer, int index) {
 int StageBuilder::e_table(int table, int index) {
   const Table& t = kc_.k.tables[static_cast<size_t>(table)];
   const IndexNode& x = ix(index);
-  if (x.lo == x.hi) return e_iconst(t.dtype, t.values[static_cast<size_t>(x.lo)]);
+  if (x.lo == x.hi && x.lo >= 0 && x.lo < static_cast<int64_t>(t.values.size()))
+    return e_iconst(t.dtype, t.values[static_cast<size_t>(x.lo)]);
   ExprNode n;
   n.op = ExprOp::kTableLoad;
   n.dtype = t.dtype;

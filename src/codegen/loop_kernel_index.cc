@@ -257,15 +257,17 @@ int StageBuilder::ix_max(int a, int b) {
 int StageBuilder::ix_table(int table, int a) {
   const Table& t = kc_.k.tables[static_cast<size_t>(table)];
   const IndexNode& x = ix(a);
-  KORCH_CHECK(x.lo >= 0 && x.hi < static_cast<int64_t>(t.values.size()), "table index range [{}, {}] outside {}",
-              x.lo, x.hi, t.values.size());
-  if (x.lo == x.hi) return ix_const(t.values[static_cast<size_t>(x.lo)]);
+  // Ranges over-approximate, so the index may look wider than the table; the values it takes are
+  // inside (every table index the builder makes is).
+  const int64_t lo = std::max<int64_t>(x.lo, 0), hi = std::min<int64_t>(x.hi, static_cast<int64_t>(t.values.size()) - 1);
+  KORCH_CHECK(lo <= hi, "table index range [{}, {}] outside a table of {}", x.lo, x.hi, t.values.size());
+  if (lo == hi) return ix_const(t.values[static_cast<size_t>(lo)]);
   IndexNode n;
   n.op = IndexOp::kTable;
   n.value = table;
   n.a = a;
-  n.lo = *std::min_element(t.values.begin() + x.lo, t.values.begin() + x.hi + 1);
-  n.hi = *std::max_element(t.values.begin() + x.lo, t.values.begin() + x.hi + 1);
+  n.lo = *std::min_element(t.values.begin() + lo, t.values.begin() + hi + 1);
+  n.hi = *std::max_element(t.values.begin() + lo, t.values.begin() + hi + 1);
   n.level = x.level;
   return intern_index(std::move(n));
 }

@@ -261,11 +261,10 @@ int StageBuilder::layout_value(const Node& n, int out_pos, const std::vector<int
         if (m == 1) {
           src[d] = ix_const(lo);
         } else {
-          // r = i mod 2(m-1); src = (m-1) - |(m-1) - r|
+          // r = i mod 2(m-1); src = min(r, 2(m-1) - r), clamped to [0, m) only to tell the range
+          // analysis what it cannot see.
           const int rr = ix_mod(i, 2 * (m - 1));
-          const int t = ix_add_const(ix_mul(rr, -1), m - 1);
-          const int abs_t = ix_max(t, ix_mul(t, -1));
-          src[d] = ix_add_const(ix_mul(abs_t, -1), m - 1 + lo);
+          src[d] = ix_add_const(ix_clamp(ix_min(rr, ix_add_const(ix_mul(rr, -1), 2 * (m - 1))), 0, m - 1), lo);
         }
       } else if (mode == "wrap") {
         src[d] = ix_add_const(ix_mod(i, m), lo);
