@@ -113,25 +113,29 @@ std::string math_fn(Fn f, DType t) {
 
 class StagePrinter {
  public:
-  StagePrinter(const LoopKernel& k, const Stage& st, CodeWriter& w) : k_(k), st_(st), w_(w) {}
+  StagePrinter(const LoopKernel& k, const Stage& st, CodeWriter& w) : k_(k), st_(st), w_(w) {
+    acc_level_ = static_cast<int>(st_.loops.size());
+    mark_needed();
+  }
+
+  // Element-ops of the stage: iterations times expression nodes.
+  int64_t work() const {
+    int64_t iters = 1, ops = 1;
+    for (const loop::Loop& l : st_.loops) iters *= l.extent;
+    for (char c : needed_e_) ops += c;
+    return iters * ops;
+  }
 
   void print() {
     const int L = static_cast<int>(st_.loops.size());
-    acc_level_ = L;
-    mark_needed();
     const int K = st_.num_kept();
-    int64_t iters = 1, kept_iters = 1;
-    for (int l = 0; l < L; ++l) {
-      iters *= st_.loops[static_cast<size_t>(l)].extent;
-      if (l < K) kept_iters *= st_.loops[static_cast<size_t>(l)].extent;
-    }
-    int64_t ops = 1;
-    for (char c : needed_e_) ops += c;
+    int64_t kept_iters = 1;
+    for (int l = 0; l < K; ++l) kept_iters *= st_.loops[static_cast<size_t>(l)].extent;
     // Parallel loops: a prefix of the kept loops, never the pointwise simd loop unless it is the
     // only loop; fused into one when the outermost alone is too short to feed the threads.
     const int max_par = st_.is_reduction ? K : (L == 1 ? 1 : L - 1);
     int par = 0;
-    if (iters * ops >= kParallelWork && kept_iters >= 2 && max_par >= 1) {
+    if (work() >= kParallelWork && kept_iters >= 2 && max_par >= 1) {
       int64_t e = 1;
       while (par < max_par && e < 64) e *= st_.loops[static_cast<size_t>(par++)].extent;
     }
@@ -141,6 +145,39 @@ class StagePrinter {
     open_loops(0, par, L, K);
     w_.close();
   }
+
+  // The stage's body for one iteration of its first loop, which the caller has opened as `i0`
+  // (row fusion: several stages share that loop).
+  void print_row() {
+    const int L = static_cast<int>(st_.loops.size());
+    w_.open("");
+    w_.line("// " + st_.comment);
+    emit_level(-1);
+    after_open(0, L, st_.num_kept());
+    w_.close();
+  }
+
+  struct Access {
+    int buffer;
+    std::string index;
+    int level;
+  };
+  std::vector<Access> loads() const {
+    std::vector<Access> out;
+    for (size_t e = 0; e < st_.exprs.size(); ++e) {
+      const ExprNode& n = st_.exprs[e];
+      if (needed_e_[e] && n.op == ExprOp::kLoad)
+        out.push_back({n.buffer, index_def(n.index), st_.index[static_cast<size_t>(n.index)].level});
+    }
+    return out;
+  }
+  std::vector<Access> stores() const {
+    std::vector<Access> out;
+    for (const loop::Store& s : st_.stores)
+      out.push_back({s.buffer, index_def(s.index), st_.index[static_cast<size_t>(s.index)].level});
+    return out;
+  }
+  const Stage& stage() const { return st_; }
 
  private:
   void mark_needed() {
@@ -436,6 +473,43 @@ class StagePrinter {
   std::vector<int> level_;
 };
 
+// Row fusion: stages [i, j) run inside one loop over their common first loop when each stage
+// reads what an earlier one of them wrote only at the element that earlier stage writes in the
+// same iteration (a reduction's per-row result read back per row: softmax, layernorm). The row
+// then stays in L1 between the stages instead of being streamed through memory once per stage.
+bool row_fusable(const std::vector<StagePrinter>& p, size_t i, size_t j) {
+  const Stage& first = p[i].stage();
+  const Stage& next = p[j].stage();
+  if (first.loops.empty() || next.loops.empty() || first.loops[0].reduce || next.loops[0].reduce) return false;
+  const int64_t rows = first.loops[0].extent;
+  if (next.loops[0].extent != rows || rows < 16) return false;
+  // A row must be small enough to stay in cache; otherwise nothing is gained.
+  int64_t per_row = 1;
+  for (size_t l = 1; l < next.loops.size(); ++l) per_row *= next.loops[l].extent;
+  if (per_row > (1 << 14)) return false;
+  for (const auto& ld : p[j].loads()) {
+    for (size_t s = i; s < j; ++s) {
+      for (const auto& st : p[s].stores()) {
+        if (st.buffer != ld.buffer) continue;
+        if (st.level > 0 || ld.level > 0 || st.index != ld.index) return false;
+      }
+    }
+  }
+  return true;
+}
+
+void print_row_fused(std::vector<StagePrinter>& p, size_t i, size_t j, CodeWriter& w) {
+  int64_t work = 0;
+  for (size_t s = i; s < j; ++s) work += p[s].work();
+  w.open("");
+  w.line(fmt::format("// row fusion of {} stages", j - i));
+  if (work >= kParallelWork) w.line("#pragma omp parallel for schedule(static)");
+  w.open(fmt::format("for (int64_t i0 = 0; i0 < {}; ++i0)", p[i].stage().loops[0].extent));
+  for (size_t s = i; s < j; ++s) p[s].print_row();
+  w.close();
+  w.close();
+}
+
 }  // namespace
 
 std::string cpu_prelude() {
@@ -483,7 +557,18 @@ void emit_cpu_loop_kernel(const LoopKernel& k, const std::string& symbol, const 
     }
     w.line(fmt::format("static const {} T{}[{}] = {{{}}};", ctype(tb.dtype), t, tb.values.size(), vals));
   }
-  for (const Stage& st : k.stages) StagePrinter(k, st, w).print();
+  std::vector<StagePrinter> printers;
+  for (const Stage& st : k.stages) printers.emplace_back(k, st, w);
+  for (size_t i = 0; i < printers.size();) {
+    size_t j = i + 1;
+    while (j < printers.size() && row_fusable(printers, i, j)) ++j;
+    if (j - i == 1) {
+      printers[i].print();
+    } else {
+      print_row_fused(printers, i, j, w);
+    }
+    i = j;
+  }
   w.close();
 }
 
