@@ -133,7 +133,7 @@ class StagePrinter {
     for (int l = 0; l < K; ++l) kept_iters *= st_.loops[static_cast<size_t>(l)].extent;
     // Parallel loops: a prefix of the kept loops, never the pointwise simd loop unless it is the
     // only loop; fused into one when the outermost alone is too short to feed the threads.
-    const int max_par = st_.is_reduction ? K : (L == 1 ? 1 : L - 1);
+    const int max_par = st_.is_reduction ? (kept_inner_ ? K - 1 : K) : (L == 1 ? 1 : L - 1);
     int par = 0;
     if (work() >= kParallelWork && kept_iters >= 2 && max_par >= 1) {
       int64_t e = 1;
@@ -180,7 +180,25 @@ class StagePrinter {
   const Stage& stage() const { return st_; }
 
  private:
+  // Expressions reachable from `root`.
+  std::vector<char> reachable(int root) const {
+    std::vector<char> out(st_.exprs.size(), 0);
+    std::vector<int> es{root};
+    while (!es.empty()) {
+      const int e = es.back();
+      es.pop_back();
+      if (e < 0 || out[static_cast<size_t>(e)]) continue;
+      out[static_cast<size_t>(e)] = 1;
+      for (int a : st_.exprs[static_cast<size_t>(e)].args) es.push_back(a);
+    }
+    return out;
+  }
+
   void mark_needed() {
+    if (st_.is_reduction) {
+      needed_value_ = reachable(st_.reduction.value);
+      needed_result_ = reachable(st_.reduction.result);
+    }
     needed_e_.assign(st_.exprs.size(), 0);
     needed_i_.assign(st_.index.size(), 0);
     std::vector<int> es, is;
@@ -211,16 +229,85 @@ class StagePrinter {
       is.push_back(n.a);
       is.push_back(n.b);
     }
-    // Expression levels: the innermost loop each depends on; acc_level_ for the accumulator.
-    level_.assign(st_.exprs.size(), -1);
+    // Which loops each node depends on (a bit per loop); where it is emitted follows from the
+    // loop order (depth_), which the kept-inner reduction schedule changes.
+    imask_.assign(st_.index.size(), 0);
+    for (size_t i = 0; i < st_.index.size(); ++i) {
+      const IndexNode& n = st_.index[i];
+      uint64_t m = n.op == IndexOp::kVar ? uint64_t{1} << n.value : 0;
+      for (const auto& [t, c] : n.terms) m |= imask_[static_cast<size_t>(t)];
+      if (n.a >= 0) m |= imask_[static_cast<size_t>(n.a)];
+      if (n.b >= 0) m |= imask_[static_cast<size_t>(n.b)];
+      imask_[i] = m;
+    }
+    emask_.assign(st_.exprs.size(), 0);
+    eacc_.assign(st_.exprs.size(), 0);
     for (size_t e = 0; e < st_.exprs.size(); ++e) {
       const ExprNode& n = st_.exprs[e];
-      int lv = -1;
-      if (n.op == ExprOp::kAcc) lv = acc_level_;
-      if (n.index >= 0) lv = std::max(lv, st_.index[static_cast<size_t>(n.index)].level);
-      for (int a : n.args) lv = std::max(lv, level_[static_cast<size_t>(a)]);
-      level_[e] = lv;
+      uint64_t m = n.index >= 0 ? imask_[static_cast<size_t>(n.index)] : 0;
+      char acc = n.op == ExprOp::kAcc;
+      for (int a : n.args) {
+        m |= emask_[static_cast<size_t>(a)];
+        acc |= eacc_[static_cast<size_t>(a)];
+      }
+      emask_[e] = m;
+      eacc_[e] = acc;
     }
+    depth_.resize(st_.loops.size());
+    for (size_t l = 0; l < depth_.size(); ++l) depth_[l] = static_cast<int>(l);
+    choose_kept_inner();
+  }
+
+  // Reductions over a short or strided reduce loop (pool windows, a middle axis) run with the
+  // innermost kept loop inside the reduce loops, accumulating a row of outputs in a local array:
+  //   for kh, kw: simd for ow: accv[ow] = max(accv[ow], x[...])
+  // so the vector loop runs along the output row instead of along a 3-wide window.
+  void choose_kept_inner() {
+    const int L = static_cast<int>(st_.loops.size()), K = st_.num_kept();
+    const loop::Reduction& r = st_.reduction;
+    if (!st_.is_reduction || K < 1 || L == K || r.combiner == loop::Combiner::kArgMax ||
+        r.combiner == loop::Combiner::kArgMin || r.acc_dtype == DType::kBool)
+      return;
+    const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
+    if (row < 8 || row > 4096) return;
+    // Short windows (unless contiguous: a short row is read in one go either way), or reads
+    // strided along the reduce loop but contiguous along the output row.
+    bool contiguous = false, strided = false;
+    for (size_t e = 0; e < st_.exprs.size(); ++e) {
+      const ExprNode& n = st_.exprs[e];
+      if (!needed_value_[e] || n.op != ExprOp::kLoad) continue;
+      const int64_t cr = coef(n.index, L - 1), ck = coef(n.index, K - 1);
+      contiguous |= cr == 1;
+      strided |= cr != 0 && cr != 1 && ck == 1;
+    }
+    const bool want = strided || (!contiguous && st_.loops[static_cast<size_t>(L - 1)].extent < 16);
+    if (!want) return;
+    kept_inner_ = true;
+    for (int l = K; l < L; ++l) depth_[static_cast<size_t>(l)] = l - 1;
+    depth_[static_cast<size_t>(K - 1)] = L - 1;
+  }
+
+  // Coefficient of loop `l` in index node `i` when it is affine in it; kNonAffine otherwise.
+  static constexpr int64_t kNonAffine = std::numeric_limits<int64_t>::min();
+  int64_t coef(int i, int l) const {
+    const IndexNode& n = st_.index[static_cast<size_t>(i)];
+    if (!(imask_[static_cast<size_t>(i)] >> l & 1)) return 0;
+    if (n.op == IndexOp::kVar) return 1;
+    if (n.op != IndexOp::kSum) return kNonAffine;
+    int64_t c = 0;
+    for (const auto& [t, k] : n.terms) {
+      const int64_t ct = coef(t, l);
+      if (ct == kNonAffine) return kNonAffine;
+      c += k * ct;
+    }
+    return c;
+  }
+
+  int depth_of(uint64_t mask) const {
+    int d = -1;
+    for (size_t l = 0; l < depth_.size(); ++l)
+      if (mask >> l & 1) d = std::max(d, depth_[l]);
+    return d;
   }
 
   static bool is_atom(const IndexNode& n) {
@@ -228,18 +315,40 @@ class StagePrinter {
            n.op == IndexOp::kMax;
   }
 
-  // Index atoms and expressions whose level is `lv`, in id (= dependency) order.
-  void emit_level(int lv) {
-    for (size_t i = 0; i < st_.index.size(); ++i) {
-      const IndexNode& n = st_.index[i];
-      if (needed_i_[i] && is_atom(n) && n.level == lv)
-        w_.line(fmt::format("const int64_t x{} = {};", i, index_def(static_cast<int>(i))));
+  // Index atoms and expressions emitted at depth `lv` (acc: those of the accumulator), in id
+  // (= dependency) order; `only`, when given, restricts the expressions to a subset.
+  void emit_level(int lv, bool acc = false, const std::vector<char>* only = nullptr) {
+    if (!acc) {
+      for (size_t i = 0; i < st_.index.size(); ++i) {
+        const IndexNode& n = st_.index[i];
+        if (needed_i_[i] && is_atom(n) && depth_of(imask_[i]) == lv && (!only || atom_used_by(static_cast<int>(i), *only)))
+          w_.line(fmt::format("const int64_t x{} = {};", i, index_def(static_cast<int>(i))));
+      }
     }
     for (size_t e = 0; e < st_.exprs.size(); ++e) {
       const ExprNode& n = st_.exprs[e];
-      if (!needed_e_[e] || level_[e] != lv || n.op == ExprOp::kConst || n.op == ExprOp::kAcc) continue;
+      if (!needed_e_[e] || n.op == ExprOp::kConst || n.op == ExprOp::kAcc) continue;
+      if (only && !(*only)[e]) continue;
+      if (acc ? !eacc_[e] : (eacc_[e] || depth_of(emask_[e]) != lv)) continue;
       w_.line(fmt::format("const {} t{} = {};", ctype(n.dtype), e, expr_def(static_cast<int>(e))));
     }
+  }
+
+  // Whether index atom `i` is used (directly or inside another index) by an expression in `set`.
+  bool atom_used_by(int i, const std::vector<char>& set) const {
+    for (size_t e = 0; e < st_.exprs.size(); ++e)
+      if (set[e] && st_.exprs[e].index >= 0 && index_contains(st_.exprs[e].index, i)) return true;
+    if (&set == &needed_result_)  // the stores run with the result
+      for (const loop::Store& s : st_.stores)
+        if (index_contains(s.index, i)) return true;
+    return false;
+  }
+  bool index_contains(int root, int i) const {
+    if (root == i) return true;
+    const IndexNode& n = st_.index[static_cast<size_t>(root)];
+    for (const auto& [t, c] : n.terms)
+      if (index_contains(t, i)) return true;
+    return (n.a >= 0 && index_contains(n.a, i)) || (n.b >= 0 && index_contains(n.b, i));
   }
 
   std::string var(int l) const { return fmt::format("i{}", l); }
@@ -268,6 +377,10 @@ class StagePrinter {
       for (int l = 0; l < par - 1; ++l) emit_level(l);
       after_open(par - 1, L, K);
       w_.close();
+      return;
+    }
+    if (kept_inner_ && from == K - 1) {
+      kept_inner_body(L, K);
       return;
     }
     if (from == K && st_.is_reduction) {
@@ -313,8 +426,52 @@ class StagePrinter {
       w_.line(fmt::format("{} acc = {};", ctype(t), init));
     }
     reduce_loops(K, L, arg);
-    emit_level(acc_level_);
+    emit_level(0, true);
     for (const loop::Store& s : st_.stores) store(s);
+  }
+
+  std::string identity(DType t) const {
+    switch (st_.reduction.combiner) {
+      case loop::Combiner::kSum: return is_float(t) ? float_literal(t, 0) : int_literal(t, 0);
+      case loop::Combiner::kProd: return is_float(t) ? float_literal(t, 1) : int_literal(t, 1);
+      case loop::Combiner::kMax:
+        return is_float(t) ? float_literal(t, -std::numeric_limits<double>::infinity()) : int_bound(t, false);
+      default:
+        return is_float(t) ? float_literal(t, std::numeric_limits<double>::infinity()) : int_bound(t, true);
+    }
+  }
+
+  void kept_inner_body(int L, int K) {
+    const loop::Reduction& r = st_.reduction;
+    const DType t = r.acc_dtype;
+    const std::string j = var(K - 1);
+    const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
+    w_.line(fmt::format("{} accv[{}];", ctype(t), row));
+    w_.line("#pragma omp simd");
+    w_.line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) accv[{0}] = {2};", j, row, identity(t)));
+    for (int l = K; l < L; ++l) {
+      w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
+      emit_level(l - 1, false, &needed_value_);
+    }
+    w_.line("#pragma omp simd");
+    w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", j, row));
+    emit_level(L - 1, false, &needed_value_);
+    const std::string v = operand(r.value), a = fmt::format("accv[{}]", j);
+    switch (r.combiner) {
+      case loop::Combiner::kSum: w_.line(fmt::format("{} += {};", a, v)); break;
+      case loop::Combiner::kProd: w_.line(fmt::format("{} *= {};", a, v)); break;
+      case loop::Combiner::kMax: w_.line(fmt::format("{0} = {1} > {0} ? {1} : {0};", a, v)); break;
+      default: w_.line(fmt::format("{0} = {1} < {0} ? {1} : {0};", a, v)); break;
+    }
+    w_.close();
+    for (int l = K; l < L; ++l) w_.close();
+    w_.line("#pragma omp simd");
+    w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", j, row));
+    w_.line(fmt::format("const {} acc = accv[{}];", ctype(t), j));
+    emit_level(L - 1, false, &needed_result_);
+    emit_level(0, true);
+    for (const loop::Store& s : st_.stores) store(s);
+    w_.close();
   }
 
   void reduce_loops(int l, int L, bool arg) {
@@ -469,8 +626,10 @@ class StagePrinter {
   const Stage& st_;
   CodeWriter& w_;
   int acc_level_ = 0;
-  std::vector<char> needed_e_, needed_i_;
-  std::vector<int> level_;
+  bool kept_inner_ = false;
+  std::vector<char> needed_e_, needed_i_, needed_value_, needed_result_, eacc_;
+  std::vector<uint64_t> imask_, emask_;
+  std::vector<int> depth_;  // loop -> nesting depth in the emitted code
 };
 
 // Row fusion: stages [i, j) run inside one loop over their common first loop when each stage
