@@ -156,6 +156,11 @@ std::vector<LoopCase> op_cases() {
       }
     }
   }
+  // A middle axis with a long output row: the kept-inner schedule.
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"})
+    cs.push_back(single(fmt::format("{}_middle_axis_long_row", op), {2, 7, 33}, [=](GraphBuilder& b, ValueId x) {
+      return b.reduce(op, std::string(op) == "ReduceProd" ? b.node("Add", {x, b.scalar(1.f)}) : x, {1}, 0);
+    }));
   for (const char* op : {"ArgMax", "ArgMin"})
     for (int64_t axis : {0, 2})
       for (int64_t last : {0, 1})
@@ -169,6 +174,8 @@ std::vector<LoopCase> op_cases() {
                            PoolCfg{"2d_ceil", {1, 2, 8, 7}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0},
                            PoolCfg{"2d_ceil_pad_cip", {1, 2, 8, 7}, {3, 2}, {2, 2}, {1, 0, 1, 1}, {1, 1}, 1, 1},
                            PoolCfg{"2d_dil", {1, 2, 10, 10}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, 1},
+                           PoolCfg{"2d_rows_ceil", {1, 3, 20, 21}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0},
+                           PoolCfg{"2d_rows_s1", {1, 2, 13, 17}, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 0, 1},
                            PoolCfg{"1d", {2, 3, 11}, {4}, {3}, {1, 2}, {1}, 0, 0},
                            PoolCfg{"3d", {1, 2, 5, 6, 7}, {2, 3, 3}, {1, 2, 2}, {0, 1, 1, 1, 1, 0}, {1, 1, 1}, 0, 0}}) {
     for (const char* op : {"MaxPool", "AveragePool"}) {
