@@ -1,0 +1,434 @@
+// build_loop_kernel: plans the stages of a loop kernel.
+//
+//   1. every reduction (Reduce*, ArgMax/ArgMin, MaxPool/AveragePool), in node order, is a
+//      reduction stage writing its result into its output buffer or a scratch buffer;
+//   2. the other kernel outputs, grouped by shape, are pointwise stages (one loop nest writes all
+//      outputs of one shape, sharing their common subexpressions).
+// Each stage's loops start as the non-trivial dims of its domain; adjacent dims are merged
+// greedily while merging adds no div/mod to the index arithmetic (weighted heavily when it lands
+// in the innermost loop), so elementwise chains and reshapes become one flat loop while a
+// per-channel broadcast keeps its channel loop and loads its operand once per row.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include "codegen/kernel_signature.h"
+#include "codegen/loop_kernel_internal.h"
+#include "support/error.h"
+
+namespace korch {
+
+namespace loop {
+namespace {
+
+const std::set<std::string>& supported_ops() {
+  static const std::set<std::string> s = {
+      // elementwise
+      "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Sqrt", "Reciprocal", "Tanh", "Softplus", "Erf", "HardSwish",
+      "Exp", "LeakyRelu", "Clip", "HardSigmoid", "Neg", "Abs", "Log", "Pow", "Max", "Min", "Sum", "Mean", "Where",
+      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not", "Cast", "CastLike",
+      "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Identity", "Gelu",
+      "Mish", "Elu", "Selu", "Celu", "Softsign", "PRelu", "ThresholdedRelu", "Shrink", "Sign", "Mod", "IsNaN",
+      // broadcast / layout
+      "Expand", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Concat", "Split", "Gather",
+      "Pad", "Tile", "DepthToSpace", "SpaceToDepth", "Dropout",
+      // reductions
+      "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin", "MaxPool",
+      "AveragePool"};
+  return s;
+}
+
+bool is_reduce_op(const std::string& op) {
+  return op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd";
+}
+
+// Reduced axes of a Reduce* node (empty = all), and whether it is a no-op.
+std::vector<int64_t> reduce_axes(const Graph& g, const Node& n, bool* noop) {
+  std::vector<int64_t> axes;
+  if (n.attrs.has("axes")) {
+    axes = n.attrs.get_ints("axes");
+  } else if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) {
+    const Value& a = g.value(n.inputs[1]);
+    if (!a.is_constant()) unsupported(fmt::format("{}: axes are not a constant", node_ref(n)));
+    axes = a.constant->to_int_vector();
+  }
+  *noop = axes.empty() && n.attrs.get_int("noop_with_empty_axes", 0) != 0;
+  return axes;
+}
+
+bool materialised(const Graph& g, const Node& n) {
+  if (is_reduce_op(n.op_type)) {
+    bool noop = false;
+    reduce_axes(g, n, &noop);
+    return !noop;
+  }
+  return n.op_type == "ArgMax" || n.op_type == "ArgMin" || n.op_type == "MaxPool" || n.op_type == "AveragePool";
+}
+
+// ---- stage construction with dim merging ------------------------------------------------------
+
+using Body = std::function<void(StageBuilder&, const std::vector<int>& kept, const std::vector<int>& red)>;
+using Groups = std::vector<std::vector<size_t>>;  // consecutive dims per loop
+
+Stage build_stage(KernelContext& kc, const Shape& kept, const Shape& red, const Groups& gk, const Groups& gr,
+                  bool reduction, const Body& body) {
+  Stage st;
+  st.is_reduction = reduction;
+  for (const auto& grp : gk) {
+    int64_t e = 1;
+    for (size_t d : grp) e *= kept[d];
+    st.loops.push_back(Loop{e, false});
+  }
+  for (const auto& grp : gr) {
+    int64_t e = 1;
+    for (size_t d : grp) e *= red[d];
+    st.loops.push_back(Loop{e, true});
+  }
+  StageBuilder b(kc, st);
+  auto assign = [&](const Shape& shape, const Groups& groups, int first_loop) {
+    std::vector<int> idx(shape.size(), b.ix_const(0));
+    for (size_t k = 0; k < groups.size(); ++k) {
+      const int var = b.ix_var(first_loop + static_cast<int>(k));
+      int64_t stride = 1;
+      for (size_t j = groups[k].size(); j-- > 0;) {
+        const size_t d = groups[k][j];
+        idx[d] = b.ix_mod(b.ix_div(var, stride), shape[d]);
+        stride *= shape[d];
+      }
+    }
+    return idx;
+  };
+  const std::vector<int> kidx = assign(kept, gk, 0);
+  const std::vector<int> ridx = assign(red, gr, static_cast<int>(gk.size()));
+  body(b, kidx, ridx);
+  return st;
+}
+
+// Index arithmetic the stage does per element: div/mod/table lookups, weighted by where they run.
+int64_t stage_cost(const Stage& st) {
+  std::vector<char> seen_e(st.exprs.size(), 0), seen_i(st.index.size(), 0);
+  std::vector<int> estack, istack;
+  for (const Store& s : st.stores) {
+    estack.push_back(s.value);
+    istack.push_back(s.index);
+  }
+  if (st.is_reduction) {
+    estack.push_back(st.reduction.value);
+    estack.push_back(st.reduction.result);
+  }
+  while (!estack.empty()) {
+    const int e = estack.back();
+    estack.pop_back();
+    if (e < 0 || seen_e[static_cast<size_t>(e)]) continue;
+    seen_e[static_cast<size_t>(e)] = 1;
+    const ExprNode& n = st.exprs[static_cast<size_t>(e)];
+    for (int a : n.args) estack.push_back(a);
+    if (n.index >= 0) istack.push_back(n.index);
+  }
+  const int inner = static_cast<int>(st.loops.size()) - 1;
+  int64_t cost = 0;
+  while (!istack.empty()) {
+    const int i = istack.back();
+    istack.pop_back();
+    if (i < 0 || seen_i[static_cast<size_t>(i)]) continue;
+    seen_i[static_cast<size_t>(i)] = 1;
+    const IndexNode& n = st.index[static_cast<size_t>(i)];
+    for (const auto& [t, c] : n.terms) istack.push_back(t);
+    istack.push_back(n.a);
+    istack.push_back(n.b);
+    if (n.op == IndexOp::kDiv || n.op == IndexOp::kMod || n.op == IndexOp::kTable)
+      cost += n.level == inner ? 100 : (n.level >= 0 ? 1 : 0);
+  }
+  return cost;
+}
+
+Stage plan_stage(KernelContext& kc, const Shape& kept, const Shape& red, bool reduction, const Body& body) {
+  Groups gk, gr;
+  for (size_t d = 0; d < kept.size(); ++d)
+    if (kept[d] != 1) gk.push_back({d});
+  for (size_t d = 0; d < red.size(); ++d)
+    if (red[d] != 1) gr.push_back({d});
+  Stage best = build_stage(kc, kept, red, gk, gr, reduction, body);
+  int64_t best_cost = stage_cost(best);
+  for (bool improved = true; improved;) {
+    improved = false;
+    for (Groups* groups : {&gk, &gr}) {
+      for (size_t j = groups->size(); j-- > 1 && !improved;) {
+        Groups trial = *groups;
+        trial[j - 1].insert(trial[j - 1].end(), trial[j].begin(), trial[j].end());
+        trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(j));
+        Stage st = groups == &gk ? build_stage(kc, kept, red, trial, gr, reduction, body)
+                                 : build_stage(kc, kept, red, gk, trial, reduction, body);
+        const int64_t cost = stage_cost(st);
+        if (cost <= best_cost) {
+          *groups = std::move(trial);
+          best = std::move(st);
+          best_cost = cost;
+          improved = true;
+        }
+      }
+      if (improved) break;
+    }
+  }
+  return best;
+}
+
+// ---- pooling geometry (as the reference, src/ir/ops/pool.cc) -----------------------------------
+
+struct PoolDim {
+  int64_t in, out, k, s, d, pb, pe;
+};
+
+std::vector<PoolDim> pool_dims(const Node& n, const Shape& x, const Shape& y) {
+  const size_t nsp = x.size() - 2;
+  const auto ks = n.attrs.get_ints("kernel_shape");
+  const auto st = n.attrs.get_ints("strides", std::vector<int64_t>(nsp, 1));
+  const auto dl = n.attrs.get_ints("dilations", std::vector<int64_t>(nsp, 1));
+  const auto pads = n.attrs.get_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+  std::string ap = n.attrs.get_string("auto_pad", "NOTSET");
+  if (ap.empty()) ap = "NOTSET";
+  std::vector<PoolDim> dims;
+  for (size_t i = 0; i < nsp; ++i) {
+    PoolDim p{x[2 + i], y[2 + i], ks[i], st.empty() ? 1 : st[i], dl.empty() ? 1 : dl[i], 0, 0};
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      const int64_t ek = (p.k - 1) * p.d + 1;
+      const int64_t total = std::max<int64_t>(0, (p.out - 1) * p.s + ek - p.in);
+      p.pb = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      p.pe = total - p.pb;
+    } else if (ap == "NOTSET") {
+      p.pb = pads[i];
+      p.pe = pads[nsp + i];
+    }
+    dims.push_back(p);
+  }
+  return dims;
+}
+
+// Window positions of output o along one dim: inside the input, and inside the padded extent.
+void window_counts(const PoolDim& p, int64_t o, int64_t* inside, int64_t* padded) {
+  const int64_t start = o * p.s - p.pb;
+  auto first_at_least = [&](int64_t bound) {
+    const int64_t num = bound - start;
+    if (num <= 0) return int64_t{0};
+    return std::min<int64_t>(p.k, (num + p.d - 1) / p.d);
+  };
+  const int64_t lo = first_at_least(0), hi = std::max(lo, first_at_least(p.in));
+  *inside = hi - lo;
+  *padded = first_at_least(p.in + p.pe);
+}
+
+// ---- the stages -------------------------------------------------------------------------------
+
+Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
+  const Graph& g = kc.g;
+  const ValueId x = n.inputs[0];
+  const Shape& in = g.type(x).shape;
+  const ValueId y = n.outputs[0];
+  const Shape& out = g.type(y).shape;
+  const DType xdt = g.type(x).dtype;
+  const std::string& op = n.op_type;
+
+  if (op == "MaxPool" || op == "AveragePool") {
+    if (!is_float(xdt)) unsupported(fmt::format("{}: element type {} is not supported", node_ref(n), dtype_name(xdt)));
+    const std::vector<PoolDim> dims = pool_dims(n, in, out);
+    Shape red;
+    for (const PoolDim& p : dims) red.push_back(p.k);
+    const bool is_max = op == "MaxPool";
+    const bool cip = n.attrs.get_int("count_include_pad", 0) != 0;
+    Stage st = plan_stage(kc, out, red, true, [&](StageBuilder& b, const std::vector<int>& k, const std::vector<int>& r) {
+      std::vector<int> src = {k[0], k[1]};
+      int cond = b.e_iconst(DType::kBool, 1);
+      for (size_t j = 0; j < dims.size(); ++j) {
+        const PoolDim& p = dims[j];
+        const int pos = b.ix_add(b.ix_mul(k[2 + j], p.s), b.ix_add_const(b.ix_mul(r[j], p.d), -p.pb));
+        cond = b.e_binary(Fn::kAnd, cond, b.e_in_range(pos, 0, p.in));
+        src.push_back(b.ix_clamp(pos, 0, p.in - 1));
+      }
+      const int v = b.value_at(x, src);
+      const double ident = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+      Reduction& red_desc = b.stage().reduction;
+      red_desc.combiner = is_max ? Combiner::kMax : Combiner::kSum;
+      red_desc.acc_dtype = xdt;
+      red_desc.value = b.e_select(cond, v, b.e_const(xdt, ident));
+      int result = b.e_acc(xdt);
+      if (!is_max) {
+        int count = -1;
+        for (size_t j = 0; j < dims.size(); ++j) {
+          std::vector<int64_t> counts(static_cast<size_t>(dims[j].out));
+          for (int64_t o = 0; o < dims[j].out; ++o) {
+            int64_t inside, padded;
+            window_counts(dims[j], o, &inside, &padded);
+            counts[static_cast<size_t>(o)] = cip ? padded : inside;
+          }
+          const int table = kc.add_table(DType::kInt64, counts);
+          const int cj = b.e_cast(xdt, b.e_table(table, k[2 + j]));
+          count = count < 0 ? cj : b.e_binary(Fn::kMul, count, cj);
+        }
+        if (count >= 0) result = b.e_binary(Fn::kDiv, result, count);
+      }
+      red_desc.result = result;
+      b.stage().stores.push_back(Store{out_buffer, b.flat_index(k, out), result});
+    });
+    st.comment = fmt::format("{} '{}'", op, n.name);
+    return st;
+  }
+
+  // Reduce* and ArgMax/ArgMin: kept loops over the output, reduce loops over the reduced dims.
+  std::vector<bool> reduced(in.size(), false);
+  bool keepdims = n.attrs.get_int("keepdims", 1) != 0;
+  bool select_last = false;
+  Combiner comb;
+  if (op == "ArgMax" || op == "ArgMin") {
+    reduced[static_cast<size_t>(normalize_axis(n.attrs.get_int("axis", 0), static_cast<int64_t>(in.size())))] = true;
+    comb = op == "ArgMax" ? Combiner::kArgMax : Combiner::kArgMin;
+    select_last = n.attrs.get_int("select_last_index", 0) != 0;
+  } else {
+    bool noop = false;
+    std::vector<int64_t> axes = reduce_axes(g, n, &noop);
+    if (axes.empty()) reduced.assign(in.size(), true);
+    for (int64_t a : axes) reduced[static_cast<size_t>(normalize_axis(a, static_cast<int64_t>(in.size())))] = true;
+    comb = op == "ReduceMax" ? Combiner::kMax : op == "ReduceMin" ? Combiner::kMin
+         : op == "ReduceProd" ? Combiner::kProd : Combiner::kSum;
+    if (xdt == DType::kBool && comb != Combiner::kMax && comb != Combiner::kMin)
+      unsupported(fmt::format("{}: element type bool is not supported", node_ref(n)));
+  }
+  Shape red;
+  int64_t count = 1;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (reduced[d]) {
+      red.push_back(in[d]);
+      count *= in[d];
+    }
+  Stage st = plan_stage(kc, out, red, true, [&](StageBuilder& b, const std::vector<int>& k, const std::vector<int>& r) {
+    std::vector<int> src(in.size());
+    size_t kj = 0, rj = 0;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (reduced[d]) {
+        src[d] = r[rj++];
+        if (keepdims) ++kj;
+      } else {
+        src[d] = k[kj++];
+      }
+    }
+    Reduction& rd = b.stage().reduction;
+    rd.combiner = comb;
+    rd.acc_dtype = xdt;
+    rd.select_last = select_last;
+    rd.value = b.value_at(x, src);
+    int result;
+    if (comb == Combiner::kArgMax || comb == Combiner::kArgMin) {
+      result = b.e_acc(DType::kInt64);
+    } else {
+      result = b.e_acc(xdt);
+      if (op == "ReduceMean") result = b.e_binary(Fn::kDiv, result, b.e_iconst(xdt, count));
+    }
+    rd.result = result;
+    b.stage().stores.push_back(Store{out_buffer, b.flat_index(k, out), result});
+  });
+  st.comment = fmt::format("{} '{}'", op, n.name);
+  return st;
+}
+
+Stage pointwise_stage(KernelContext& kc, const Shape& shape, const std::vector<std::pair<ValueId, int>>& outs) {
+  Stage st = plan_stage(kc, shape, {}, false, [&](StageBuilder& b, const std::vector<int>& k, const std::vector<int>&) {
+    for (const auto& [v, buffer] : outs) b.stage().stores.push_back(Store{buffer, b.flat_index(k, shape), b.value_at(v, k)});
+  });
+  std::string names;
+  for (const auto& [v, buffer] : outs) names += (names.empty() ? "'" : ", '") + kc.g.value(v).name + "'";
+  st.comment = "pointwise " + names;
+  return st;
+}
+
+}  // namespace
+}  // namespace loop
+
+LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& inputs,
+                                  const std::vector<ValueId>& outputs) {
+  using namespace loop;
+  LoopKernelBuild result;
+  auto k = std::make_shared<LoopKernel>();
+  try {
+    KernelContext kc{g, *k, {}, {}, {}};
+    for (NodeId id : nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      const PrimitiveKind kind = primitive_kind(g, n);
+      if (kind == PrimitiveKind::kLinear || kind == PrimitiveKind::kOpaque || kind == PrimitiveKind::kOperator)
+        unsupported(fmt::format("{} is a {} primitive, not a loop primitive", node_ref(n), primitive_kind_name(kind)));
+      if (!supported_ops().count(n.op_type)) unsupported(fmt::format("{} has no CPU loop emitter", node_ref(n)));
+      for (ValueId v : n.outputs)
+        if (v != kNoValue) {
+          if (!loop_dtype_supported(g.type(v).dtype))
+            unsupported(fmt::format("{}: element type {} is not supported", node_ref(n), dtype_name(g.type(v).dtype)));
+          kc.producer[v] = id;
+        }
+      for (ValueId v : n.inputs)
+        if (v != kNoValue && !loop_dtype_supported(g.type(v).dtype))
+          unsupported(fmt::format("{}: element type {} is not supported", node_ref(n), dtype_name(g.type(v).dtype)));
+    }
+    auto add_buffer = [&](BufferKind kind, int slot, const TensorType& t) {
+      k->buffers.push_back(Buffer{kind, slot, t.dtype, t.numel(), false, false});
+      return static_cast<int>(k->buffers.size()) - 1;
+    };
+    for (size_t i = 0; i < inputs.size(); ++i) kc.buffer_of[inputs[i]] = add_buffer(BufferKind::kInput, static_cast<int>(i), g.type(inputs[i]));
+    std::map<ValueId, int> out_buffer;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (!kc.producer.count(outputs[i]))
+        unsupported(fmt::format("output '{}' is not computed by the kernel", g.value(outputs[i]).name));
+      out_buffer[outputs[i]] = add_buffer(BufferKind::kOutput, static_cast<int>(i), g.type(outputs[i]));
+    }
+    k->num_inputs = static_cast<int>(inputs.size());
+    k->num_outputs = static_cast<int>(outputs.size());
+    // Reductions: materialised, in node order.
+    for (NodeId id : nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      if (!materialised(g, n)) continue;
+      if (n.op_type == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != kNoValue) {
+        bool used = out_buffer.count(n.outputs[1]) != 0;
+        for (NodeId c : nodes)
+          for (ValueId v : g.nodes[static_cast<size_t>(c)].inputs) used |= v == n.outputs[1];
+        if (used) unsupported(fmt::format("{}: the Indices output is not supported", node_ref(n)));
+      }
+      const ValueId y = n.outputs[0];
+      int buffer;
+      if (auto it = out_buffer.find(y); it != out_buffer.end()) {
+        buffer = it->second;
+      } else {
+        buffer = add_buffer(BufferKind::kScratch, k->num_scratch++, g.type(y));
+        result.scratch_bytes.push_back(g.type(y).byte_size());
+      }
+      k->stages.push_back(reduce_stage(kc, n, buffer));
+      k->buffers[static_cast<size_t>(buffer)].written = true;
+      kc.buffer_of[y] = buffer;
+    }
+    // The other outputs: one pointwise stage per shape.
+    std::vector<std::pair<Shape, std::vector<std::pair<ValueId, int>>>> groups;
+    for (ValueId v : outputs) {
+      const Node& n = g.nodes[static_cast<size_t>(kc.producer.at(v))];
+      if (materialised(g, n) && n.outputs[0] == v) continue;
+      const Shape& s = g.type(v).shape;
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) { return gr.first == s; });
+      if (it == groups.end()) {
+        groups.emplace_back(s, std::vector<std::pair<ValueId, int>>{});
+        it = groups.end() - 1;
+      }
+      it->second.emplace_back(v, out_buffer.at(v));
+      k->buffers[static_cast<size_t>(out_buffer.at(v))].written = true;
+    }
+    for (const auto& [shape, outs] : groups) k->stages.push_back(pointwise_stage(kc, shape, outs));
+  } catch (const Unsupported& u) {
+    result.reason = u.reason;
+    result.scratch_bytes.clear();
+    return result;
+  } catch (const Error& e) {
+    result.reason = e.what();
+    result.scratch_bytes.clear();
+    return result;
+  }
+  result.kernel = std::move(k);
+  return result;
+}
+
+}  // namespace korch
