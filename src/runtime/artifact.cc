@@ -64,6 +64,25 @@ std::string compiler_version_line(const std::string& cxx) {
   return status == 0 && !line.empty() ? line : "unknown";
 }
 
+// One line per top-level key, and one per element of a top-level array of objects (a buffer, a
+// kernel): readable and diffable for a model with thousands of buffers.
+std::string program_text(const nlohmann::json& j) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : j.items()) {
+    out += (first ? "\n  " : ",\n  ") + nlohmann::json(key).dump() + ": ";
+    first = false;
+    if (value.is_array() && !value.empty() && value.front().is_object()) {
+      out += "[";
+      for (size_t i = 0; i < value.size(); ++i) out += (i ? ",\n    " : "\n    ") + value[i].dump();
+      out += "\n  ]";
+    } else {
+      out += value.dump();
+    }
+  }
+  return out + "\n}\n";
+}
+
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
 nlohmann::json buffer_json(int id, const char* kind, const Value& v) {
@@ -222,7 +241,7 @@ void write_artifact(const std::string& dir, const ArtifactContents& c) {
                               {"unfused_arena_bytes", mem.unfused_arena_bytes},
                               {"intermediate_bytes", mem.intermediate_bytes},
                               {"weights_bytes", mem.weights_bytes}}}};
-  write_text(root / "program.json", program.dump(1) + "\n");
+  write_text(root / "program.json", program_text(program));
 
   const cpu::CompilerConfig config = cpu::default_cpu_compiler();
   write_text(root / "kernels" / "kernels.cc", source);

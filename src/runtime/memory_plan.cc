@@ -1,6 +1,7 @@
 #include "runtime/memory_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <set>
 
@@ -23,19 +24,25 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t align
     if (buffers[a].bytes != buffers[b].bytes) return buffers[a].bytes > buffers[b].bytes;
     return buffers[a].first < buffers[b].first;
   });
-  std::vector<size_t> placed;
+  // Placed buffers by the steps they live at, so a buffer only looks at those it is live with
+  // (a model's unfused baseline has tens of thousands of short-lived buffers).
+  int last_step = 0;
+  for (const auto& b : buffers) last_step = std::max(last_step, b.last);
+  std::vector<std::vector<size_t>> at_step(static_cast<size_t>(last_step) + 1);
+  std::vector<size_t> seen(buffers.size(), SIZE_MAX);  // stamp: the buffer being placed
   for (size_t i : order) {
     const BufferLifetime& b = buffers[i];
-    KORCH_CHECK(b.bytes >= 0 && b.first <= b.last, "buffer {}: {} bytes live [{}, {}]", i, b.bytes, b.first,
-                b.last);
+    KORCH_CHECK(b.bytes >= 0 && b.first >= 0 && b.first <= b.last, "buffer {}: {} bytes live [{}, {}]", i, b.bytes,
+                b.first, b.last);
     int64_t size = align_up(b.bytes, alignment);
     // The [begin, end) ranges of placed buffers live at the same time, by begin.
     std::vector<std::pair<int64_t, int64_t>> busy;
-    for (size_t j : placed) {
-      const BufferLifetime& o = buffers[j];
-      if (o.first <= b.last && b.first <= o.last)
-        busy.emplace_back(plan.offsets[j], plan.offsets[j] + align_up(o.bytes, alignment));
-    }
+    for (int s = b.first; s <= b.last; ++s)
+      for (size_t j : at_step[static_cast<size_t>(s)]) {
+        if (seen[j] == i) continue;
+        seen[j] = i;
+        busy.emplace_back(plan.offsets[j], plan.offsets[j] + align_up(buffers[j].bytes, alignment));
+      }
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
     for (const auto& [begin, end] : busy) {
@@ -44,7 +51,7 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t align
     }
     plan.offsets[i] = offset;
     plan.arena_bytes = std::max(plan.arena_bytes, offset + size);
-    placed.push_back(i);
+    for (int s = b.first; s <= b.last; ++s) at_step[static_cast<size_t>(s)].push_back(i);
   }
   return plan;
 }

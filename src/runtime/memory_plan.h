@@ -34,7 +34,8 @@ struct MemoryPlan {
   int64_t arena_bytes = 0;       // peak: the arena size
 };
 
-// Pure function of its input; KORCH_CHECKs first <= last and bytes >= 0.
+// Pure function of its input (steps are kernel positions); KORCH_CHECKs 0 <= first <= last and
+// bytes >= 0. Cost: each buffer looks only at buffers placed at its steps.
 MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t alignment = kArenaAlignment);
 
 // One step of execution (a kernel): the graph values it reads and writes.

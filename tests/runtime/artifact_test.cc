@@ -107,7 +107,10 @@ class ArtifactTest : public ::testing::Test {
     g_ = test_graph();
     write_artifact(dir_.string(), test_contents(g_));
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  // KORCH_KEEP_ARTIFACTS=1 leaves the folders in $TMPDIR for a look.
+  void TearDown() override {
+    if (!std::getenv("KORCH_KEEP_ARTIFACTS")) fs::remove_all(dir_);
+  }
 
   void expect_matches_reference(Executable& exe, uint64_t seed) {
     std::vector<Tensor> inputs = random_inputs(g_, seed);
