@@ -44,6 +44,9 @@ class LinearStep {
   static std::unique_ptr<LinearStep> create(const nlohmann::json& desc);  // throws korch::Error
   virtual ~LinearStep() = default;
   virtual void run(void* const* args) = 0;
+  // oneDNN's implementation name and the chosen layouts ("brg:avx512_core src 1x64x56x56
+  // blocked 1:16 ..."), for logs, tests and the profiler's notes.
+  virtual std::string implementation() const = 0;
 };
 
 }  // namespace korch::cpu

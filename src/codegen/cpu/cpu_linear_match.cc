@@ -1,0 +1,439 @@
+// match_linear: which part of a linear kernel runs as one oneDNN primitive, as a JSON description.
+//
+// Worked example. Kernel {Expand, Conv, Add, Relu, Mul} over
+//     y = Conv(x, W);  b = Expand(c[1,64,1,1], [1,64,56,56]);  s = Add(y, b);  r = Relu(s)
+//     m = Mul(r, r)
+// The step is Conv + binary_add(c as [1,64,1,1]) + eltwise_relu, result = r; Expand is absorbed
+// (its only reader, Add, is absorbed) and the post-op reads the small constant c. Mul(r, r) is a
+// binary of the chain value with itself: no post-op expresses it, so the chain stops and the loop
+// emitter runs Mul reading r.
+//
+// The chain grows one consumer at a time from the linear output. A value of the chain may be
+// extended only when it is not a kernel output and its one kernel reader is the next node (an
+// intermediate written nowhere cannot be read by anyone else). SiLU, Mul(v, Sigmoid(v)), is the
+// one two-reader pattern recognised (eltwise_swish).
+//
+// Description (all dims are oneDNN dims, plain row-major at the user pointers):
+//   op            "Conv" | "MatMul"
+//   src_dims, weights_dims, dst_dims
+//   conv          {strides, dilations (oneDNN: d-1), pads_begin, pads_end, group}   (Conv only)
+//   operands      [{role: src|weights|binary, dims, constant}]  (desc order = LinearMatch::operands)
+//   post_ops      [{type: eltwise, alg, alpha, beta} | {type: binary, alg, operand}]
+//   format        "auto" | "plain" | "blocked": layouts of src/dst for Conv (the profiler may try
+//                 both; auto applies the measured rule in cpu_linear_step.cc)
+//   operand_slots, result_slot   -1 here; args[] positions filled by the caller
+#include "codegen/cpu/cpu_linear.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "ir/primitive.h"
+
+namespace korch::cpu {
+
+namespace {
+
+using nlohmann::json;
+
+struct Chain {
+  std::vector<NodeId> absorbed;
+  std::vector<NodeId> expands;  // Expand nodes whose outputs feed absorbed binaries
+  json post_ops = json::array();
+  json operands = json::array();
+  std::vector<ValueId> operand_values;
+};
+
+class Matcher {
+ public:
+  Matcher(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs)
+      : g_(g), nodes_(nodes), outputs_(outputs) {}
+
+  LinearMatchResult run();
+
+ private:
+  const Node& node(NodeId id) const { return g_.nodes[static_cast<size_t>(id)]; }
+  bool in_kernel(NodeId id) const { return std::binary_search(nodes_.begin(), nodes_.end(), id); }
+  bool produced_inside(ValueId v) const { return g_.value(v).producer >= 0 && in_kernel(g_.value(v).producer); }
+  bool is_output(ValueId v) const { return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end(); }
+  // Kernel nodes reading v, one entry per read.
+  std::vector<NodeId> readers(ValueId v) const;
+
+  std::string match_conv(const Node& n, json& d);
+  std::string match_matmul(const Node& n, json& d);
+  // Tries to express `n` (reading chain value r) as post-ops; false: the chain stops here.
+  bool extend(const Node& n, NodeId id, ValueId r);
+  bool eltwise(const Node& n, json& ops);
+  bool binary(const Node& n, ValueId r, json& ops);
+  static bool append_post_op(json& ops, const json& op);
+  std::optional<double> scalar_value(ValueId v) const;
+  // oneDNN dims of a tensor operand broadcast against the chain's ONNX shape, or nullopt.
+  std::optional<Shape> dnnl_dims(const Shape& operand) const;
+  void add_operand(ValueId v, const std::string& role, const Shape& dims);
+
+  const Graph& g_;
+  const std::vector<NodeId>& nodes_;
+  const std::vector<ValueId>& outputs_;
+  Shape onnx_out_;   // the linear output's ONNX shape (the chain keeps it)
+  Shape dnnl_dst_;   // the same memory as oneDNN dims
+  bool matmul_rows_collapsed_ = false;  // MatMul [b..,M,K] x [K,N] as [b..*M, K] x [K, N]
+  bool matmul_vector_ = false;          // a 1-D MatMul operand: ONNX out drops a unit dim
+  Chain chain_;
+};
+
+std::vector<NodeId> Matcher::readers(ValueId v) const {
+  std::vector<NodeId> out;
+  for (NodeId id : nodes_)
+    for (ValueId in : node(id).inputs)
+      if (in == v) out.push_back(id);
+  return out;
+}
+
+void Matcher::add_operand(ValueId v, const std::string& role, const Shape& dims) {
+  chain_.operand_values.push_back(v);
+  chain_.operands.push_back({{"role", role}, {"dims", dims}, {"constant", g_.value(v).is_constant()}});
+}
+
+std::optional<double> Matcher::scalar_value(ValueId v) const {
+  const Value& val = g_.value(v);
+  if (!val.is_constant() || val.type.numel() != 1 || !is_float(val.type.dtype)) return std::nullopt;
+  return val.constant->get_as_double(0);
+}
+
+std::string Matcher::match_conv(const Node& n, json& d) {
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) return "Conv with a bias input (fission splits it off)";
+  const Shape& x = g_.type(n.inputs[0]).shape;
+  const Shape& w = g_.type(n.inputs[1]).shape;
+  const Shape& y = g_.type(n.outputs[0]).shape;
+  const size_t rank = x.size();
+  if (rank < 3 || rank > 5) return fmt::format("Conv with input rank {} (oneDNN: 1-D to 3-D)", rank);
+  const size_t ns = rank - 2;
+  const int64_t group = n.attrs.get_int("group", 1);
+  if (w.size() != rank || y.size() != rank || group < 1 || x[1] % group != 0 || w[0] % group != 0)
+    return "Conv with inconsistent shapes";
+  auto ints = [&](const char* name, int64_t def, size_t count) {
+    std::vector<int64_t> v = n.attrs.get_ints(name, std::vector<int64_t>(count, def));
+    return v;
+  };
+  std::vector<int64_t> strides = ints("strides", 1, ns), dil = ints("dilations", 1, ns), pads = ints("pads", 0, 2 * ns);
+  if (strides.size() != ns || dil.size() != ns || pads.size() != 2 * ns) return "Conv with malformed strides/dilations/pads";
+  std::string ap = n.attrs.get_string("auto_pad", "NOTSET");
+  std::vector<int64_t> pb(ns), pe(ns), dd(ns);
+  for (size_t i = 0; i < ns; ++i) {
+    const int64_t in = x[2 + i], k = w[2 + i], s = strides[i], ek = (k - 1) * dil[i] + 1;
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      const int64_t out = (in + s - 1) / s, total = std::max<int64_t>(0, (out - 1) * s + ek - in);
+      pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe[i] = total - pb[i];
+    } else if (ap == "VALID") {
+      pb[i] = pe[i] = 0;
+    } else if (ap == "NOTSET" || ap.empty()) {
+      pb[i] = pads[i];
+      pe[i] = pads[ns + i];
+    } else {
+      return fmt::format("Conv auto_pad '{}'", ap);
+    }
+    dd[i] = dil[i] - 1;
+    if ((in + pb[i] + pe[i] - ek) / s + 1 != y[2 + i]) return "Conv output shape does not match its attributes";
+  }
+  Shape wd = w;
+  if (group > 1) {  // oneDNN grouped weights [G, O/G, I/G, k...]: the same memory as ONNX [O, I/G, k...]
+    wd = {group, w[0] / group};
+    wd.insert(wd.end(), w.begin() + 1, w.end());
+  }
+  d["src_dims"] = x;
+  d["weights_dims"] = wd;
+  d["dst_dims"] = y;
+  d["conv"] = {{"strides", strides}, {"dilations", dd}, {"pads_begin", pb}, {"pads_end", pe}, {"group", group}};
+  onnx_out_ = y;
+  dnnl_dst_ = y;
+  add_operand(n.inputs[0], "src", x);
+  add_operand(n.inputs[1], "weights", wd);
+  return "";
+}
+
+std::string Matcher::match_matmul(const Node& n, json& d) {
+  Shape a = g_.type(n.inputs[0]).shape, b = g_.type(n.inputs[1]).shape;
+  if (a.empty() || b.empty()) return "MatMul with a scalar operand";
+  matmul_vector_ = a.size() == 1 || b.size() == 1;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  const size_t r = std::max(a.size(), b.size());
+  if (r > 12) return fmt::format("MatMul of rank {} (oneDNN: at most 12)", r);
+  a.insert(a.begin(), r - a.size(), 1);
+  b.insert(b.begin(), r - b.size(), 1);
+  Shape dst(r);
+  bool b_batch_unit = true;
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (a[i] != b[i] && a[i] != 1 && b[i] != 1) return "MatMul batch dims do not broadcast";
+    dst[i] = std::max(a[i], b[i]);
+    b_batch_unit &= b[i] == 1;
+  }
+  dst[r - 2] = a[r - 2];
+  dst[r - 1] = b[r - 1];
+  if (a[r - 1] != b[r - 2]) return "MatMul inner dims differ";
+  // Weights without batch dims (every Linear layer): one 2-D GEMM over all rows is what oneDNN
+  // runs fastest, and it is the same memory.
+  if (b_batch_unit && r > 2) {
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < r; ++i) rows *= a[i];
+    a = {rows, a[r - 1]};
+    b = {b[r - 2], b[r - 1]};
+    dst = {rows, dst[r - 1]};
+    matmul_rows_collapsed_ = true;
+  }
+  d["src_dims"] = a;
+  d["weights_dims"] = b;
+  d["dst_dims"] = dst;
+  onnx_out_ = g_.type(n.outputs[0]).shape;
+  dnnl_dst_ = dst;
+  add_operand(n.inputs[0], "src", a);
+  add_operand(n.inputs[1], "weights", b);
+  return "";
+}
+
+std::optional<Shape> Matcher::dnnl_dims(const Shape& operand) const {
+  if (operand.size() > onnx_out_.size()) return std::nullopt;
+  Shape s(onnx_out_.size() - operand.size(), 1);
+  s.insert(s.end(), operand.begin(), operand.end());
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] != 1 && s[i] != onnx_out_[i]) return std::nullopt;
+  if (s == onnx_out_) return dnnl_dst_;
+  if (std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; })) return Shape(dnnl_dst_.size(), 1);
+  if (matmul_vector_) return std::nullopt;  // unit dims dropped from the ONNX shape: keep it simple
+  if (!matmul_rows_collapsed_) return s;
+  // Rows [b.., M] collapsed into one dim: all of them broadcast, or none.
+  Shape rows(s.begin(), s.end() - 1), full(onnx_out_.begin(), onnx_out_.end() - 1);
+  const int64_t cols = s.back();
+  if (std::all_of(rows.begin(), rows.end(), [](int64_t v) { return v == 1; })) return Shape{1, cols};
+  if (rows == full) return Shape{dnnl_dst_[0], cols};
+  return std::nullopt;
+}
+
+bool Matcher::eltwise(const Node& n, json& ops) {
+  auto op = [&](const char* alg, double alpha = 0, double beta = 0) {
+    ops.push_back({{"type", "eltwise"}, {"alg", alg}, {"alpha", alpha}, {"beta", beta}});
+    return true;
+  };
+  const std::string& t = n.op_type;
+  if (t == "Pow" && n.inputs.size() == 2) {  // x^p with a constant exponent
+    auto p = scalar_value(n.inputs[1]);
+    return p && n.inputs[1] != n.inputs[0] && op("pow", 1.0, *p);
+  }
+  if (n.inputs.size() != 1 && t != "Clip") return false;
+  if (t == "Relu") return op("relu");
+  if (t == "LeakyRelu") return op("relu", n.attrs.get_float("alpha", 0.01f));
+  if (t == "Elu") return op("elu", n.attrs.get_float("alpha", 1.0f));
+  if (t == "Sigmoid") return op("logistic");
+  if (t == "Tanh") return op("tanh");
+  if (t == "Exp") return op("exp");
+  if (t == "Log") return op("log");
+  if (t == "Sqrt") return op("sqrt");
+  if (t == "Abs") return op("abs");
+  if (t == "Softplus") return op("soft_relu");
+  if (t == "Mish") return op("mish");
+  if (t == "HardSwish") return op("hardswish");
+  if (t == "Neg") return op("linear", -1.0, 0.0);
+  if (t == "Reciprocal") return op("pow", 1.0, -1.0);
+  if (t == "HardSigmoid") {  // max(0, min(1, alpha*x + beta)): no such eltwise in oneDNN 2.6
+    op("linear", n.attrs.get_float("alpha", 0.2f), n.attrs.get_float("beta", 0.5f));
+    return op("clip", 0.0, 1.0);
+  }
+  if (t == "Gelu") {
+    std::string approx = n.attrs.get_string("approximate", "none");
+    return approx == "tanh" ? op("gelu_tanh") : approx == "none" ? op("gelu_erf") : false;
+  }
+  if (t == "Clip") {
+    // Opset >= 11: min/max are optional inputs (baked scalars); before: attributes.
+    double lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
+    if (n.inputs.size() == 1 && g_.opset < 11) {
+      lo = n.attrs.get_float("min", static_cast<float>(lo));
+      hi = n.attrs.get_float("max", static_cast<float>(hi));
+    }
+    for (size_t i = 1; i < n.inputs.size() && i < 3; ++i) {
+      if (n.inputs[i] == kNoValue) continue;
+      auto v = scalar_value(n.inputs[i]);
+      if (!v) return false;
+      (i == 1 ? lo : hi) = *v;
+    }
+    return op("clip", lo, hi);
+  }
+  return false;
+}
+
+bool Matcher::binary(const Node& n, ValueId r, json& ops) {
+  const std::string& t = n.op_type;
+  if (n.inputs.size() != 2 || (t != "Add" && t != "Mul" && t != "Sub" && t != "Div" && t != "Max" && t != "Min"))
+    return false;
+  const bool r_first = n.inputs[0] == r;
+  ValueId other = r_first ? n.inputs[1] : n.inputs[0];
+  if (other == r) return false;  // a binary of the chain value with itself
+  NodeId expand = -1;
+  const NodeId p = g_.value(other).producer;
+  if (p >= 0 && in_kernel(p)) {
+    // Only an Expand of a value from outside the kernel (a bias): the post-op reads the small one.
+    if (node(p).op_type != "Expand" || produced_inside(node(p).inputs[0])) return false;
+    expand = p;
+    other = node(p).inputs[0];
+  }
+  if (g_.type(other).dtype != DType::kFloat32) return false;
+  if (auto c = scalar_value(other)) {
+    const double v = *c;
+    auto lin = [&](double alpha, double beta) {
+      ops.push_back({{"type", "eltwise"}, {"alg", "linear"}, {"alpha", alpha}, {"beta", beta}});
+    };
+    if (t == "Add") lin(1, v);
+    else if (t == "Mul") lin(v, 0);
+    else if (t == "Sub") r_first ? lin(1, -v) : lin(-1, v);
+    else if (t == "Div" && r_first) lin(1.0 / v, 0);
+    else if (t == "Div") ops.push_back({{"type", "eltwise"}, {"alg", "pow"}, {"alpha", v}, {"beta", -1.0}});
+    else if (t == "Max") ops.push_back({{"type", "eltwise"}, {"alg", "clip"}, {"alpha", v}, {"beta", std::numeric_limits<float>::max()}});
+    else ops.push_back({{"type", "eltwise"}, {"alg", "clip"}, {"alpha", -std::numeric_limits<float>::max()}, {"beta", v}});
+  } else {
+    if (g_.value(other).is_constant() && g_.type(other).numel() <= 1) return false;  // non-float scalar
+    if (t == "Div" && !r_first) return false;  // other / r: no post-op divides by the accumulator
+    auto dims = dnnl_dims(g_.type(other).shape);
+    if (!dims) return false;
+    const std::string alg = t == "Add" ? "add" : t == "Mul" ? "mul" : t == "Sub" ? "sub" : t == "Div" ? "div"
+                          : t == "Max" ? "max" : "min";
+    ops.push_back({{"type", "binary"}, {"alg", alg}, {"operand", chain_.operands.size()}});
+    add_operand(other, "binary", *dims);
+    if (t == "Sub" && !r_first)  // other - r = -(r - other)
+      ops.push_back({{"type", "eltwise"}, {"alg", "linear"}, {"alpha", -1.0}, {"beta", 0.0}});
+  }
+  if (expand >= 0) chain_.expands.push_back(expand);
+  return true;
+}
+
+bool Matcher::extend(const Node& n, NodeId id, ValueId r) {
+  if (n.outputs.size() != 1 || g_.type(n.outputs[0]).shape != g_.type(r).shape ||
+      g_.type(n.outputs[0]).dtype != DType::kFloat32)
+    return false;
+  if (n.inputs.empty() || (n.inputs[0] != r && (n.inputs.size() < 2 || n.inputs[1] != r))) return false;
+  // eltwise() never adds operands and binary() adds its operand only when it succeeds.
+  json ops = json::array();
+  const size_t operands_before = chain_.operands.size(), expands_before = chain_.expands.size();
+  if (!(n.inputs[0] == r && eltwise(n, ops)) && !binary(n, r, ops)) return false;
+  json merged = chain_.post_ops;
+  for (auto& op : ops) {
+    if (!append_post_op(merged, op)) {  // roll back what binary() recorded
+      chain_.operands.erase(chain_.operands.begin() + static_cast<long>(operands_before), chain_.operands.end());
+      chain_.operand_values.resize(operands_before);
+      chain_.expands.resize(expands_before);
+      return false;
+    }
+  }
+  chain_.post_ops = std::move(merged);
+  chain_.absorbed.push_back(id);
+  return true;
+}
+
+// oneDNN 2.6's brgemm kernels (brgconv, brgconv_1x1, brdgmm_dw, brg matmul: every f32 kernel on
+// avx512_core here) compute a wrong result when one eltwise algorithm appears twice in a post-op
+// chain with different alpha/beta (linear(0.5,0) then linear(-1,2); clip(0,6) then clip(-1,1);
+// LeakyRelu then Relu), while chains of distinct algorithms are right; measured with a standalone
+// oneDNN program against scalar loops. So consecutive linear ops are composed into one (cheaper
+// anyway), and a node that would repeat an algorithm with other parameters ends the chain.
+bool Matcher::append_post_op(json& ops, const json& op) {
+  if (op.at("type") == "eltwise" && op.at("alg") == "linear" && !ops.empty() && ops.back().at("type") == "eltwise" &&
+      ops.back().at("alg") == "linear") {
+    const double a1 = ops.back().at("alpha"), b1 = ops.back().at("beta"), a2 = op.at("alpha"), b2 = op.at("beta");
+    ops.back()["alpha"] = a2 * a1;
+    ops.back()["beta"] = a2 * b1 + b2;
+    return true;
+  }
+  if (op.at("type") == "eltwise")
+    for (const json& o : ops)
+      if (o.at("type") == "eltwise" && o.at("alg") == op.at("alg") &&
+          (o.at("alpha") != op.at("alpha") || o.at("beta") != op.at("beta")))
+        return false;
+  ops.push_back(op);
+  return true;
+}
+
+LinearMatchResult Matcher::run() {
+  LinearMatchResult res;
+  NodeId lin = -1;
+  for (NodeId id : nodes_) {
+    if (primitive_kind(g_, node(id)) != PrimitiveKind::kLinear) continue;
+    if (lin >= 0) return {false, {}, "more than one linear primitive in the kernel"};
+    lin = id;
+  }
+  if (lin < 0) return {false, {}, "no linear primitive in the kernel"};
+  const Node& ln = node(lin);
+  if (ln.op_type != "Conv" && ln.op_type != "MatMul")
+    return {false, {}, fmt::format("{} is not supported yet by the oneDNN linear step", ln.op_type)};
+  for (ValueId v : ln.inputs) {
+    if (v == kNoValue) continue;
+    if (g_.type(v).dtype != DType::kFloat32)
+      return {false, {}, fmt::format("{} on {} (only f32 is supported)", ln.op_type, dtype_name(g_.type(v).dtype))};
+    if (produced_inside(v))
+      return {false, {}, fmt::format("an operand of {} is computed inside the kernel (no prologues)", ln.op_type)};
+  }
+  json d;
+  d["op"] = ln.op_type;
+  std::string why = ln.op_type == "Conv" ? match_conv(ln, d) : match_matmul(ln, d);
+  if (!why.empty()) return {false, {}, why};
+
+  ValueId r = ln.outputs[0];
+  while (!is_output(r)) {
+    std::vector<NodeId> rd = readers(r);
+    if (rd.size() == 1) {
+      const Node& n = node(rd[0]);
+      if (!extend(n, rd[0], r)) break;
+      r = n.outputs[0];
+      continue;
+    }
+    // SiLU: s = Sigmoid(r); m = Mul(r, s) (either order) -> eltwise_swish(alpha = 1).
+    if (rd.size() == 2) {
+      NodeId s = node(rd[0]).op_type == "Sigmoid" ? rd[0] : rd[1], m = s == rd[0] ? rd[1] : rd[0];
+      const Node& sn = node(s);
+      const Node& mn = node(m);
+      if (sn.op_type == "Sigmoid" && mn.op_type == "Mul" && s < m && !is_output(sn.outputs[0]) &&
+          readers(sn.outputs[0]) == std::vector<NodeId>{m} &&
+          ((mn.inputs[0] == r && mn.inputs[1] == sn.outputs[0]) || (mn.inputs[1] == r && mn.inputs[0] == sn.outputs[0]))) {
+        if (!append_post_op(chain_.post_ops, {{"type", "eltwise"}, {"alg", "swish"}, {"alpha", 1.0}, {"beta", 0.0}}))
+          break;
+        chain_.absorbed.push_back(s);
+        chain_.absorbed.push_back(m);
+        r = mn.outputs[0];
+        continue;
+      }
+    }
+    break;
+  }
+  // An Expand is absorbed when every kernel reader of it is absorbed and nobody else needs it.
+  std::vector<NodeId> absorbed = chain_.absorbed;
+  for (NodeId e : chain_.expands) {
+    if (std::find(absorbed.begin(), absorbed.end(), e) != absorbed.end()) continue;
+    const ValueId ev = node(e).outputs[0];
+    bool all = !is_output(ev);
+    for (NodeId rd : readers(ev)) all &= std::find(chain_.absorbed.begin(), chain_.absorbed.end(), rd) != chain_.absorbed.end();
+    if (all) absorbed.push_back(e);
+  }
+  std::sort(absorbed.begin(), absorbed.end());
+
+  d["operands"] = chain_.operands;
+  d["post_ops"] = chain_.post_ops;
+  d["format"] = "auto";
+  d["operand_slots"] = std::vector<int>(chain_.operands.size(), -1);
+  d["result_slot"] = -1;
+  res.ok = true;
+  res.match.linear = lin;
+  res.match.absorbed = std::move(absorbed);
+  res.match.result = r;
+  res.match.operands = chain_.operand_values;
+  res.match.desc = std::move(d);
+  return res;
+}
+
+}  // namespace
+
+LinearMatchResult match_linear(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs) {
+  return Matcher(g, nodes, outputs).run();
+}
+
+}  // namespace korch::cpu

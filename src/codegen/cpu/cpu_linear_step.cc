@@ -1,0 +1,260 @@
+// LinearStep: one oneDNN 2.6 primitive (convolution_forward or matmul) with post-ops, created
+// from the JSON description that match_linear writes (cpu_linear_match.cc documents the fields).
+//
+// User memory is plain row-major at args[slot]. Each primitive argument is a Binding: a oneDNN
+// memory over the user pointer (handle set per run) and, when the primitive chose another layout,
+// an owned buffer plus a reorder. Constant weights are reordered on the first run only (their
+// pointer and contents never change; a new pointer is reordered again, to stay correct).
+//
+// Layout rule for Conv src/dst ("format": "auto"), from measurements on this machine (AMD EPYC,
+// avx512_core, 2 OpenMP threads; numbers in the branch's report and bench notes):
+//   blocked (format_tag::any: nChw16c, reorders in and out) unless the plain (NCHW) primitive is
+//   a jit one for the shape, see plain_is_faster(). The profiler may override with "plain" or
+//   "blocked".
+#include "codegen/cpu/cpu_linear.h"
+
+#include <fmt/format.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "support/error.h"
+
+namespace korch::cpu {
+
+namespace {
+
+using nlohmann::json;
+using dnnl::memory;
+using dt = memory::data_type;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+memory::dims dims_of(const json& j) { return j.get<memory::dims>(); }
+
+memory::desc plain_desc(const memory::dims& d) {
+  memory::dims strides(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * d[i];
+  return memory::desc(d, dt::f32, strides);
+}
+
+memory::desc any_desc(const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); }
+
+dnnl::algorithm eltwise_alg(const std::string& a) {
+  static const std::unordered_map<std::string, dnnl::algorithm> m = {
+      {"relu", dnnl::algorithm::eltwise_relu},         {"elu", dnnl::algorithm::eltwise_elu},
+      {"logistic", dnnl::algorithm::eltwise_logistic}, {"tanh", dnnl::algorithm::eltwise_tanh},
+      {"exp", dnnl::algorithm::eltwise_exp},           {"log", dnnl::algorithm::eltwise_log},
+      {"sqrt", dnnl::algorithm::eltwise_sqrt},         {"abs", dnnl::algorithm::eltwise_abs},
+      {"soft_relu", dnnl::algorithm::eltwise_soft_relu}, {"mish", dnnl::algorithm::eltwise_mish},
+      {"hardswish", dnnl::algorithm::eltwise_hardswish}, {"linear", dnnl::algorithm::eltwise_linear},
+      {"pow", dnnl::algorithm::eltwise_pow},           {"clip", dnnl::algorithm::eltwise_clip},
+      {"gelu_erf", dnnl::algorithm::eltwise_gelu_erf}, {"gelu_tanh", dnnl::algorithm::eltwise_gelu_tanh},
+      {"swish", dnnl::algorithm::eltwise_swish}};
+  auto it = m.find(a);
+  if (it == m.end()) fail("linear step: unknown eltwise post-op '{}'", a);
+  return it->second;
+}
+
+dnnl::algorithm binary_alg(const std::string& a) {
+  static const std::unordered_map<std::string, dnnl::algorithm> m = {
+      {"add", dnnl::algorithm::binary_add}, {"mul", dnnl::algorithm::binary_mul},
+      {"sub", dnnl::algorithm::binary_sub}, {"div", dnnl::algorithm::binary_div},
+      {"max", dnnl::algorithm::binary_max}, {"min", dnnl::algorithm::binary_min}};
+  auto it = m.find(a);
+  if (it == m.end()) fail("linear step: unknown binary post-op '{}'", a);
+  return it->second;
+}
+
+// One primitive argument bound to a user slot.
+struct Binding {
+  int arg = 0;          // DNNL_ARG_*
+  int slot = -1;        // args[] index
+  bool output = false;
+  bool once = false;    // constant input: reorder on the first run (or a new pointer) only
+  memory user;          // plain, over args[slot]
+  memory inner;         // the primitive's layout when it differs from plain; else empty
+  dnnl::reorder reorder;
+  const void* reordered_from = nullptr;
+};
+
+class DnnlLinearStep final : public LinearStep {
+ public:
+  explicit DnnlLinearStep(const json& d);
+  void run(void* const* args) override;
+  std::string implementation() const override;
+
+ private:
+  void build(const json& d);
+  void bind(int arg, int slot, const memory::desc& plain, const memory::desc& chosen, bool output, bool once);
+
+  dnnl::primitive_desc pd_;
+  dnnl::primitive prim_;
+  dnnl::stream stream_;
+  std::vector<Binding> bindings_;
+  std::unordered_map<int, memory> exec_args_;
+};
+
+bool is_per_channel(const memory::dims& operand, const memory::dims& dst, size_t channel_dim) {
+  for (size_t i = 0; i < dst.size(); ++i)
+    if (operand[i] != (i == channel_dim ? dst[i] : 1)) return false;
+  return dst[channel_dim] > 1;
+}
+
+// Whether to run a Conv on plain NCHW src/dst instead of blocked layouts plus reorders.
+bool plain_is_faster(const json& d) {
+  (void)d;
+  return false;
+}
+
+DnnlLinearStep::DnnlLinearStep(const json& d) : stream_(cpu_engine()) { build(d); }
+
+void DnnlLinearStep::bind(int arg, int slot, const memory::desc& plain, const memory::desc& chosen, bool output,
+                          bool once) {
+  Binding b;
+  b.arg = arg;
+  b.slot = slot;
+  b.output = output;
+  b.once = once;
+  b.user = memory(plain, cpu_engine(), DNNL_MEMORY_NONE);
+  if (chosen != plain) {
+    b.inner = memory(chosen, cpu_engine());
+    b.reorder = output ? dnnl::reorder(b.inner, b.user) : dnnl::reorder(b.user, b.inner);
+  }
+  exec_args_[arg] = b.inner ? b.inner : b.user;
+  bindings_.push_back(std::move(b));
+}
+
+void DnnlLinearStep::build(const json& d) {
+  const std::string op = d.at("op").get<std::string>();
+  const json& operands = d.at("operands");
+  const std::vector<int> slots = d.at("operand_slots").get<std::vector<int>>();
+  const int result_slot = d.at("result_slot").get<int>();
+  if (slots.size() != operands.size() || result_slot < 0 ||
+      std::any_of(slots.begin(), slots.end(), [](int s) { return s < 0; }))
+    fail("linear step description has unfilled operand_slots/result_slot");
+  const memory::dims src = dims_of(d.at("src_dims")), wei = dims_of(d.at("weights_dims")), dst = dims_of(d.at("dst_dims"));
+  const bool conv = op == "Conv";
+  if (!conv && op != "MatMul") fail_unsupported("linear step: unknown op '{}'", op);
+  const bool weights_const = operands.at(1).at("constant").get<bool>();
+  const std::string format = d.value("format", "auto");
+  const bool blocked = conv && (format == "blocked" || (format == "auto" && !plain_is_faster(d)));
+
+  // Post-ops; a first binary Add of a per-channel operand becomes the primitive's own bias.
+  const json& ops = d.at("post_ops");
+  size_t first = 0;
+  int bias_operand = -1;
+  const size_t channel_dim = conv ? 1 : dst.size() - 1;
+  if (!ops.empty() && ops[0].at("type") == "binary" && ops[0].at("alg") == "add") {
+    const int k = ops[0].at("operand").get<int>();
+    if (is_per_channel(dims_of(operands.at(static_cast<size_t>(k)).at("dims")), dst, channel_dim)) {
+      bias_operand = k;
+      first = 1;
+    }
+  }
+  dnnl::post_ops po;
+  std::vector<std::pair<int, int>> binary_args;  // (post-op index, operand)
+  for (size_t i = first; i < ops.size(); ++i) {
+    const json& o = ops[i];
+    if (o.at("type") == "eltwise") {
+      po.append_eltwise(1.0f, eltwise_alg(o.at("alg").get<std::string>()), o.at("alpha").get<float>(),
+                        o.at("beta").get<float>());
+    } else {
+      const int k = o.at("operand").get<int>();
+      po.append_binary(binary_alg(o.at("alg").get<std::string>()),
+                       plain_desc(dims_of(operands.at(static_cast<size_t>(k)).at("dims"))));
+      binary_args.emplace_back(static_cast<int>(i - first), k);
+    }
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+
+  const memory::desc src_md = blocked ? any_desc(src) : plain_desc(src);
+  const memory::desc wei_md = weights_const ? any_desc(wei) : plain_desc(wei);
+  const memory::desc dst_md = blocked ? any_desc(dst) : plain_desc(dst);
+  memory::desc bias_md;
+  if (bias_operand >= 0) {
+    memory::dims bd = conv ? memory::dims{dst[1]} : memory::dims(dst.size(), 1);
+    if (!conv) bd.back() = dst.back();
+    bias_md = plain_desc(bd);
+  }
+  try {
+    if (conv) {
+      const json& c = d.at("conv");
+      auto strides = dims_of(c.at("strides")), dil = dims_of(c.at("dilations"));
+      auto pl = dims_of(c.at("pads_begin")), pr = dims_of(c.at("pads_end"));
+      auto cd = bias_operand >= 0
+          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
+          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            src_md, wei_md, dst_md, strides, dil, pl, pr);
+      auto pd = dnnl::convolution_forward::primitive_desc(cd, attr, cpu_engine());
+      prim_ = dnnl::convolution_forward(pd);
+      pd_ = pd;
+    } else {
+      auto md = bias_operand >= 0 ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
+                                  : dnnl::matmul::desc(src_md, wei_md, dst_md);
+      auto pd = dnnl::matmul::primitive_desc(md, attr, cpu_engine());
+      prim_ = dnnl::matmul(pd);
+      pd_ = pd;
+    }
+  } catch (const dnnl::error& e) {
+    fail_unsupported("oneDNN cannot create the {} primitive ({}): {}", op, e.what(), d.dump());
+  }
+  const memory::desc src_chosen = pd_.query_md(dnnl::query::src_md, 0);
+  const memory::desc wei_chosen = pd_.query_md(dnnl::query::weights_md, 0);
+  const memory::desc dst_chosen = pd_.query_md(dnnl::query::dst_md, 0);
+  bind(DNNL_ARG_SRC, slots[0], plain_desc(src), src_chosen, false, false);
+  bind(DNNL_ARG_WEIGHTS, slots[1], plain_desc(wei), wei_chosen, false, weights_const);
+  if (bias_operand >= 0) bind(DNNL_ARG_BIAS, slots[static_cast<size_t>(bias_operand)], bias_md, bias_md, false, false);
+  for (auto [index, k] : binary_args) {
+    auto md = plain_desc(dims_of(operands.at(static_cast<size_t>(k)).at("dims")));
+    bind(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, slots[static_cast<size_t>(k)], md, md, false, false);
+  }
+  bind(DNNL_ARG_DST, result_slot, plain_desc(dst), dst_chosen, true, false);
+}
+
+std::string DnnlLinearStep::implementation() const {
+  auto tag = [](const memory::desc& m) {
+    const auto& bd = m.data.format_desc.blocking;
+    std::string s = fmt::format("{}", fmt::join(m.dims(), "x"));
+    if (bd.inner_nblks > 0) s += fmt::format(" blocked {}:{}", bd.inner_idxs[0], bd.inner_blks[0]);
+    return s;
+  };
+  return fmt::format("{} src {} wei {} dst {}", pd_.impl_info_str(), tag(pd_.query_md(dnnl::query::src_md, 0)),
+                     tag(pd_.query_md(dnnl::query::weights_md, 0)), tag(pd_.query_md(dnnl::query::dst_md, 0)));
+}
+
+void DnnlLinearStep::run(void* const* args) {
+  Binding* out = nullptr;
+  for (Binding& b : bindings_) {
+    void* p = args[b.slot];
+    b.user.set_data_handle(p);
+    if (b.output) { out = &b; continue; }
+    if (!b.inner || (b.once && b.reordered_from == p)) continue;
+    b.reorder.execute(stream_, b.user, b.inner);
+    b.reordered_from = p;
+  }
+  prim_.execute(stream_, exec_args_);
+  if (out && out->inner) out->reorder.execute(stream_, out->inner, out->user);
+  stream_.wait();
+}
+
+}  // namespace
+
+std::unique_ptr<LinearStep> LinearStep::create(const nlohmann::json& desc) {
+  try {
+    return std::make_unique<DnnlLinearStep>(desc);
+  } catch (const nlohmann::json::exception& e) {
+    fail("malformed linear step description: {}", e.what());
+  } catch (const dnnl::error& e) {
+    fail_unsupported("oneDNN: {}", e.what());
+  }
+}
+
+}  // namespace korch::cpu

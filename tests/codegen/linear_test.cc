@@ -1,0 +1,431 @@
+// The oneDNN linear step against the reference interpreter: each case builds a tiny primitive
+// graph (Conv/MatMul + epilogue), matches the whole graph as one kernel, checks what the step
+// absorbs, runs it through CpuKernel (or the step alone when nodes are left for the loop emitter)
+// and compares `result` with the interpreter at 1e-4 relative L2.
+#include "codegen/cpu/cpu_linear.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "codegen/cpu/cpu_kernel.h"
+#include "codegen/kernel_signature.h"
+#include "ir/interpreter.h"
+#include "ir/op_registry.h"
+#include "ir/random.h"
+#include "orchestrate/kernel_candidate.h"
+
+namespace korch::cpu {
+namespace {
+
+struct Builder {
+  Graph g;
+  std::mt19937_64 rng{42};
+
+  ValueId input(const Shape& s) { return g.add_input(fmt::format("in{}", g.values.size()), {DType::kFloat32, s}); }
+  ValueId weight(const Shape& s) {
+    return g.add_constant(fmt::format("w{}", g.values.size()), random_tensor({DType::kFloat32, s}, rng));
+  }
+  ValueId scalar(float v) { return g.add_constant(fmt::format("k{}", g.values.size()), Tensor::scalar(v)); }
+  ValueId ints(const std::vector<int64_t>& v) {
+    return g.add_constant(fmt::format("s{}", g.values.size()),
+                          Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())}));
+  }
+  ValueId op(const std::string& type, std::vector<ValueId> in, Attributes a = {}) {
+    Node n;
+    n.name = fmt::format("n{}", g.nodes.size());
+    n.op_type = type;
+    n.inputs = std::move(in);
+    n.attrs = std::move(a);
+    n.outputs = {kNoValue};  // infer_node sizes its answer by the output count
+    std::vector<const TensorType*> types;
+    std::vector<const Tensor*> consts;
+    for (ValueId v : n.inputs) {
+      types.push_back(v == kNoValue ? nullptr : &g.type(v));
+      consts.push_back(v == kNoValue ? nullptr : g.value(v).constant.get());
+    }
+    TensorType t = infer_node(n, g.opset, types, consts).at(0);
+    ValueId out = g.add_value(n.name, t);
+    n.outputs = {out};
+    g.add_node(std::move(n));
+    return out;
+  }
+  // Conv with attributes; `bias` adds Add(., Expand(c[1,M,1..])) like fission does.
+  ValueId conv(ValueId x, const Shape& w, Attributes a = {}) { return op("Conv", {x, weight(w)}, std::move(a)); }
+  ValueId bias(ValueId y) {
+    const Shape& s = g.type(y).shape;
+    Shape cs(s.size(), 1);
+    cs[1] = s[1];
+    return op("Add", {y, op("Expand", {weight(cs), ints(s)})});
+  }
+  ValueId expand_const(const Shape& small, const Shape& full) { return op("Expand", {weight(small), ints(full)}); }
+};
+
+Attributes attrs(std::initializer_list<std::pair<const char*, std::vector<int64_t>>> list, int64_t group = 1) {
+  Attributes a;
+  for (auto& [k, v] : list) a.set(k, v);
+  if (group != 1) a.set("group", group);
+  return a;
+}
+
+double rel_l2(const Tensor& out, const Tensor& ref) {
+  EXPECT_EQ(out.shape(), ref.shape());
+  double num = 0, den = 0;
+  auto o = out.span<float>();
+  auto r = ref.span<float>();
+  for (size_t i = 0; i < r.size(); ++i) {
+    num += (double(o[i]) - r[i]) * (double(o[i]) - r[i]);
+    den += double(r[i]) * r[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// The reference value of `v` computed by the subgraph `nodes`, fed from `inputs` by value id.
+Tensor reference(const Graph& g, const std::vector<NodeId>& nodes, ValueId v, const std::map<ValueId, Tensor>& inputs) {
+  KernelCandidate c = make_candidate(g, nodes, false);
+  std::vector<Tensor> in;
+  for (ValueId a : kernel_arg_inputs(g, c)) in.push_back(inputs.count(a) ? inputs.at(a) : *g.value(a).constant);
+  auto outs = interpret(kernel_subgraph(g, c), in);
+  for (size_t i = 0; i < c.outputs.size(); ++i)
+    if (c.outputs[i] == v) return outs[i];
+  ADD_FAILURE() << "value " << v << " is not an output of the reference subgraph";
+  return {};
+}
+
+struct Expect {
+  size_t absorbed;       // nodes absorbed (post-ops and Expands)
+  bool result_is_final;  // result is the last node's output
+};
+
+// Matches all of g's nodes as one kernel (outputs = graph outputs), runs the step, compares.
+LinearMatch run_case(Builder& b, Expect e, const std::string& format = "auto") {
+  Graph& g = b.g;
+  if (g.outputs.empty()) g.outputs = {g.nodes.back().outputs[0]};
+  std::vector<NodeId> all;
+  for (NodeId i = 0; i < static_cast<NodeId>(g.nodes.size()); ++i) all.push_back(i);
+  KernelCandidate c = make_candidate(g, all, false);
+  LinearMatchResult m = match_linear(g, c.nodes, c.outputs);
+  EXPECT_TRUE(m.ok) << m.reason;
+  if (!m.ok) return {};
+  EXPECT_EQ(m.match.absorbed.size(), e.absorbed) << m.match.desc.dump();
+  EXPECT_EQ(m.match.result == g.nodes.back().outputs[0], e.result_is_final);
+
+  const std::vector<ValueId> args = kernel_arg_inputs(g, c);
+  nlohmann::json desc = m.match.desc;
+  desc["format"] = format;
+  std::vector<int> slots;
+  for (ValueId v : m.match.operands) {
+    auto it = std::find(args.begin(), args.end(), v);
+    EXPECT_NE(it, args.end());
+    slots.push_back(static_cast<int>(it - args.begin()));
+  }
+  desc["operand_slots"] = slots;
+  auto out_it = std::find(c.outputs.begin(), c.outputs.end(), m.match.result);
+  const bool result_is_output = out_it != c.outputs.end();
+  desc["result_slot"] = static_cast<int>(args.size() + (result_is_output ? out_it - c.outputs.begin() : c.outputs.size()));
+
+  std::map<ValueId, Tensor> inputs;
+  std::vector<const void*> in_ptrs;
+  for (ValueId v : args) {
+    inputs[v] = g.value(v).is_constant() ? *g.value(v).constant : random_tensor(g.type(v), b.rng);
+    in_ptrs.push_back(inputs[v].raw());
+  }
+  std::vector<Tensor> outs;
+  std::vector<void*> out_ptrs;
+  for (ValueId v : c.outputs) outs.emplace_back(g.type(v));
+  for (Tensor& t : outs) out_ptrs.push_back(t.raw());
+  Tensor result(g.type(m.match.result));
+  if (result_is_output) {
+    CpuKernelRecipe r;
+    r.linear = desc;
+    for (ValueId v : args) r.inputs.push_back(g.type(v));
+    for (ValueId v : c.outputs) r.outputs.push_back(g.type(v));
+    CpuKernel k(r, nullptr);
+    for (int rep = 0; rep < 2; ++rep) k.run(in_ptrs.data(), out_ptrs.data());  // twice: cached weights
+    result = outs[static_cast<size_t>(out_it - c.outputs.begin())];
+  } else {
+    // Nodes remain for the loop emitter: check `result` in the step's scratch slot.
+    auto step = LinearStep::create(desc);
+    std::vector<void*> a;
+    for (const void* p : in_ptrs) a.push_back(const_cast<void*>(p));
+    for (void* p : out_ptrs) a.push_back(p);
+    a.push_back(result.raw());
+    step->run(a.data());
+  }
+  std::vector<NodeId> chain = m.match.absorbed;
+  chain.push_back(m.match.linear);
+  for (NodeId id : c.nodes) {  // un-absorbed nodes of constants only (a shared Expand) feed it too
+    const Node& n = g.nodes[static_cast<size_t>(id)];
+    bool consts = std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return g.value(v).is_constant(); });
+    if (consts && std::find(chain.begin(), chain.end(), id) == chain.end()) chain.push_back(id);
+  }
+  std::sort(chain.begin(), chain.end());
+  Tensor ref = reference(g, chain, m.match.result, inputs);
+  EXPECT_LE(rel_l2(result, ref), 1e-4) << m.match.desc.dump();
+  if (result_is_output) {  // the full kernel too, when the step is all of it
+    auto full = interpret(kernel_subgraph(g, c), [&] {
+      std::vector<Tensor> in;
+      for (ValueId v : args) in.push_back(inputs[v]);
+      return in;
+    }());
+    EXPECT_LE(rel_l2(result, full[static_cast<size_t>(out_it - c.outputs.begin())]), 1e-4);
+  }
+  return m.match;
+}
+
+TEST(LinearConv, Conv3x3Pad1BiasRelu) {
+  for (const char* format : {"plain", "blocked"}) {
+    Builder b;
+    ValueId y = b.conv(b.input({1, 16, 10, 10}), {32, 16, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+    b.op("Relu", {b.bias(y)});
+    run_case(b, {3, true}, format);
+  }
+}
+
+TEST(LinearConv, Stride2) {
+  Builder b;
+  b.conv(b.input({2, 8, 11, 9}), {16, 8, 3, 3}, attrs({{"pads", {1, 0, 1, 2}}, {"strides", {2, 2}}}));
+  run_case(b, {0, true});
+}
+
+TEST(LinearConv, Pointwise) {
+  for (const char* format : {"plain", "blocked"}) {
+    Builder b;
+    b.bias(b.conv(b.input({1, 24, 14, 14}), {40, 24, 1, 1}));
+    run_case(b, {2, true}, format);
+  }
+}
+
+TEST(LinearConv, DepthwiseReluClip) {
+  for (const char* format : {"plain", "blocked"}) {
+    Builder b;
+    ValueId y = b.conv(b.input({1, 32, 12, 12}), {32, 1, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}, 32));
+    b.op("Clip", {b.bias(y), b.scalar(0.f), b.scalar(6.f)});
+    run_case(b, {3, true}, format);
+  }
+}
+
+TEST(LinearConv, Grouped) {
+  Builder b;
+  b.conv(b.input({1, 16, 9, 9}), {24, 4, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}, 4));
+  run_case(b, {0, true});
+}
+
+TEST(LinearConv, Dilated) {
+  Builder b;
+  b.conv(b.input({1, 8, 16, 16}), {8, 8, 3, 3}, attrs({{"pads", {2, 2, 2, 2}}, {"dilations", {2, 2}}}));
+  run_case(b, {0, true});
+}
+
+TEST(LinearConv, Stem7x7Stride2) {
+  for (const char* format : {"plain", "blocked"}) {
+    Builder b;
+    ValueId y = b.conv(b.input({1, 3, 32, 32}), {16, 3, 7, 7}, attrs({{"pads", {3, 3, 3, 3}}, {"strides", {2, 2}}}));
+    b.op("Relu", {b.bias(y)});
+    run_case(b, {3, true}, format);
+  }
+}
+
+TEST(LinearConv, Conv1dAndConv3d) {
+  {
+    Builder b;
+    b.op("LeakyRelu", {b.conv(b.input({2, 4, 20}), {6, 4, 5}, attrs({{"pads", {2, 2}}}))});
+    run_case(b, {1, true});
+  }
+  {
+    Builder b;
+    b.bias(b.conv(b.input({1, 4, 6, 7, 8}), {8, 4, 3, 3, 3}, attrs({{"pads", {1, 1, 1, 1, 1, 1}}})));
+    run_case(b, {2, true});
+  }
+}
+
+TEST(LinearConv, AutoPadSameUpper) {
+  Builder b;
+  Attributes a = attrs({{"strides", {2, 2}}});
+  a.set("auto_pad", std::string("SAME_UPPER"));
+  b.conv(b.input({1, 4, 9, 10}), {8, 4, 4, 4}, a);
+  run_case(b, {0, true});
+}
+
+TEST(LinearConv, ResidualAddRelu) {
+  for (const char* format : {"plain", "blocked"}) {
+    Builder b;
+    ValueId skip = b.input({1, 16, 8, 8});
+    ValueId y = b.bias(b.conv(b.input({1, 16, 8, 8}), {16, 16, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}})));
+    b.op("Relu", {b.op("Add", {skip, y})});
+    run_case(b, {4, true}, format);
+  }
+}
+
+TEST(LinearConv, HardSwishAndScalars) {
+  Builder b;
+  ValueId y = b.conv(b.input({1, 8, 6, 6}), {16, 8, 1, 1});
+  y = b.op("HardSwish", {y});
+  y = b.op("Mul", {b.scalar(0.5f), y});
+  y = b.op("Sub", {b.scalar(2.f), y});
+  y = b.op("Div", {y, b.scalar(3.f)});
+  b.op("HardSigmoid", {y});
+  run_case(b, {5, true});
+}
+
+TEST(LinearConv, RepeatedEltwiseAlgorithmStops) {
+  // Relu after LeakyRelu would repeat eltwise_relu with another alpha, which oneDNN 2.6's brgemm
+  // kernels compute wrongly: the chain ends before it. Consecutive linear ops are composed.
+  Builder b;
+  ValueId y = b.conv(b.input({1, 8, 6, 6}), {16, 8, 1, 1});
+  y = b.op("Mul", {y, b.scalar(3.f)});
+  y = b.op("Add", {y, b.scalar(-1.f)});
+  y = b.op("LeakyRelu", {y});
+  b.op("Relu", {y});
+  LinearMatch m = run_case(b, {3, false}, "blocked");
+  EXPECT_EQ(m.desc["post_ops"].size(), 2u) << m.desc.dump();
+}
+
+TEST(LinearConv, OperandOrder) {
+  // Sub(x, conv) is not binary_sub(conv, x); Div(conv, c) is; Div(c, conv) stops.
+  Builder b;
+  ValueId x = b.input({1, 8, 5, 5});
+  ValueId y = b.conv(b.input({1, 8, 5, 5}), {8, 8, 1, 1});
+  y = b.op("Sub", {x, y});
+  y = b.op("Div", {y, b.expand_const({1, 8, 1, 1}, {1, 8, 5, 5})});
+  b.op("Div", {b.expand_const({1, 8, 1, 1}, {1, 8, 5, 5}), y});
+  run_case(b, {3, false});
+}
+
+TEST(LinearConv, SiluIsSwish) {
+  Builder b;
+  ValueId y = b.bias(b.conv(b.input({1, 8, 6, 6}), {16, 8, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}})));
+  b.op("Mul", {y, b.op("Sigmoid", {y})});
+  run_case(b, {4, true});
+}
+
+TEST(LinearConv, SiluWithSigmoidOutputStops) {
+  // The Sigmoid value is also a kernel output: the chain stops at the bias Add, cleanly.
+  Builder b;
+  ValueId y = b.bias(b.conv(b.input({1, 8, 6, 6}), {16, 8, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}})));
+  ValueId s = b.op("Sigmoid", {y});
+  ValueId m = b.op("Mul", {y, s});
+  b.g.outputs = {s, m};
+  run_case(b, {2, false});
+}
+
+TEST(LinearConv, IntermediateOutputStops) {
+  Builder b;
+  ValueId y = b.conv(b.input({1, 8, 6, 6}), {16, 8, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+  ValueId r = b.op("Relu", {y});
+  b.g.outputs = {y, r};
+  LinearMatch m = run_case(b, {0, false});
+  EXPECT_EQ(m.result, y);
+}
+
+TEST(LinearConv, SharedExpandIsNotAbsorbed) {
+  // The Expand also feeds a node the step does not absorb (Mul of the chain value with itself
+  // stops the chain), so it stays for the loop emitter; the post-op still reads the small constant.
+  Builder b;
+  ValueId e = b.expand_const({1, 8, 1, 1}, {1, 8, 4, 4});
+  ValueId y = b.op("Add", {b.conv(b.input({1, 8, 4, 4}), {8, 8, 1, 1}), e});
+  ValueId z = b.op("Mul", {y, y});
+  b.op("Add", {z, e});
+  run_case(b, {1, false});
+}
+
+TEST(LinearMatMul, TwoDConst) {
+  Builder b;
+  b.op("Relu", {b.op("MatMul", {b.input({33, 48}), b.weight({48, 20})})});
+  run_case(b, {1, true});
+}
+
+TEST(LinearMatMul, VitMlpBiasThenErfGeluStops) {
+  Builder b;
+  ValueId h = b.op("MatMul", {b.input({1, 197, 768}), b.weight({768, 3072})});
+  h = b.op("Add", {h, b.expand_const({3072}, {1, 197, 3072})});
+  // Erf-GELU as exported: x * 0.5 * (1 + erf(x / sqrt(2))): the bias output has two readers
+  // (Div and Mul), so the chain stops after the bias.
+  ValueId d = b.op("Div", {h, b.scalar(1.4142135f)});
+  ValueId e = b.op("Add", {b.op("Erf", {d}), b.scalar(1.f)});
+  b.op("Mul", {b.op("Mul", {h, e}), b.scalar(0.5f)});
+  LinearMatch m = run_case(b, {2, false});
+  EXPECT_EQ(m.result, b.g.nodes[2].outputs[0]);
+}
+
+TEST(LinearMatMul, AttentionBatched) {
+  Builder b;
+  ValueId s = b.op("MatMul", {b.input({2, 4, 50, 16}), b.input({2, 4, 16, 50})});
+  b.op("Mul", {s, b.scalar(0.25f)});
+  run_case(b, {1, true});
+  Builder b2;
+  b2.op("MatMul", {b2.input({2, 4, 50, 50}), b2.input({2, 4, 50, 16})});
+  run_case(b2, {0, true});
+}
+
+TEST(LinearMatMul, BroadcastBatch) {
+  Builder b;
+  b.op("MatMul", {b.input({2, 1, 8, 16}), b.input({3, 16, 4})});
+  run_case(b, {0, true});
+  Builder b2;
+  ValueId y = b2.op("MatMul", {b2.input({3, 5, 7}), b2.weight({1, 7, 6})});
+  b2.op("Add", {y, b2.expand_const({1, 5, 1}, {3, 5, 6})});  // a per-row bias: collapsed rows can't express it
+  run_case(b2, {0, false});
+}
+
+TEST(LinearMatMul, VectorOperands) {
+  Builder b;
+  b.op("MatMul", {b.input({16}), b.weight({16, 8})});
+  run_case(b, {0, true});
+  Builder b2;
+  b2.op("Tanh", {b2.op("MatMul", {b2.input({4, 8, 16}), b2.input({16})})});
+  run_case(b2, {1, true});
+}
+
+TEST(LinearMatMul, ResidualAndPerRowBiasBatched) {
+  Builder b;
+  ValueId y = b.op("MatMul", {b.input({2, 6, 10}), b.input({2, 10, 12})});
+  y = b.op("Add", {y, b.expand_const({2, 6, 1}, {2, 6, 12})});
+  b.op("Sub", {b.input({2, 6, 12}), y});
+  run_case(b, {3, true});
+}
+
+TEST(LinearMatch, Reasons) {
+  {
+    Builder b;
+    b.op("ConvTranspose", {b.input({1, 4, 5, 5}), b.weight({4, 2, 3, 3})});
+    KernelCandidate c = make_candidate(b.g, {0}, false);
+    auto m = match_linear(b.g, c.nodes, c.outputs);
+    EXPECT_FALSE(m.ok);
+    EXPECT_NE(m.reason.find("ConvTranspose"), std::string::npos) << m.reason;
+  }
+  {
+    Builder b;
+    b.op("Relu", {b.input({4})});
+    auto m = match_linear(b.g, {0}, {b.g.nodes[0].outputs[0]});
+    EXPECT_FALSE(m.ok);
+    EXPECT_NE(m.reason.find("no linear"), std::string::npos) << m.reason;
+  }
+  {
+    Builder b;  // a prologue: the MatMul reads a value computed inside the kernel
+    ValueId a = b.op("Relu", {b.input({4, 8})});
+    b.op("MatMul", {a, b.weight({8, 3})});
+    KernelCandidate c = make_candidate(b.g, {0, 1}, false);
+    auto m = match_linear(b.g, c.nodes, c.outputs);
+    EXPECT_FALSE(m.ok);
+    EXPECT_NE(m.reason.find("inside the kernel"), std::string::npos) << m.reason;
+  }
+  {
+    Builder b;  // two linear primitives
+    ValueId a = b.op("MatMul", {b.input({4, 8}), b.weight({8, 8})});
+    b.op("MatMul", {a, b.weight({8, 3})});
+    KernelCandidate c = make_candidate(b.g, {0, 1}, false);
+    auto m = match_linear(b.g, c.nodes, c.outputs);
+    EXPECT_FALSE(m.ok);
+    EXPECT_NE(m.reason.find("more than one"), std::string::npos) << m.reason;
+  }
+  {
+    nlohmann::json bad = {{"op", "Conv"}};
+    EXPECT_THROW(LinearStep::create(bad), Error);
+  }
+}
+
+}  // namespace
+}  // namespace korch::cpu
