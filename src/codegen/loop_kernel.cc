@@ -272,7 +272,7 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
       red_desc.result = result;
       b.stage().stores.push_back(Store{out_buffer, b.flat_index(k, out), result});
     });
-    st.comment = fmt::format("{} '{}'", op, n.name);
+    st.comment = op;  // no graph names: kernels with one signature must print identically
     return st;
   }
 
@@ -328,7 +328,7 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
     rd.result = result;
     b.stage().stores.push_back(Store{out_buffer, b.flat_index(k, out), result});
   });
-  st.comment = fmt::format("{} '{}'", op, n.name);
+  st.comment = op;  // no graph names: kernels with one signature must print identically
   return st;
 }
 
@@ -336,9 +336,9 @@ Stage pointwise_stage(KernelContext& kc, const Shape& shape, const std::vector<s
   Stage st = plan_stage(kc, shape, {}, false, [&](StageBuilder& b, const std::vector<int>& k, const std::vector<int>&) {
     for (const auto& [v, buffer] : outs) b.stage().stores.push_back(Store{buffer, b.flat_index(k, shape), b.value_at(v, k)});
   });
-  std::string names;
-  for (const auto& [v, buffer] : outs) names += (names.empty() ? "'" : ", '") + kc.g.value(v).name + "'";
-  st.comment = "pointwise " + names;
+  std::string bufs;
+  for (const auto& [v, buffer] : outs) bufs += (bufs.empty() ? "buffer " : ", ") + std::to_string(buffer);
+  st.comment = "pointwise -> " + bufs;
   return st;
 }
 

@@ -222,7 +222,7 @@ void write_artifact(const std::string& dir, const ArtifactContents& c) {
     kernels.push_back({{"recipe", ak.recipe.to_json()}, {"args", args}, {"note", ak.note}});
     if (ak.recipe.symbol.empty()) continue;
     auto [it, fresh] = functions.emplace(ak.recipe.symbol, &ak.function_source);
-    KORCH_CHECK(fresh || *it->second == ak.function_source, "two different functions named {}", ak.recipe.symbol);
+    KORCH_CHECK(fresh || *it->second == ak.function_source, "two different functions named {}:\n{}\n---\n{}", ak.recipe.symbol, *it->second, ak.function_source);
     if (fresh) source += ak.function_source + "\n";
   }
 
