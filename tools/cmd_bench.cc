@@ -109,7 +109,7 @@ bool time_onnxruntime(const std::string& model_file, int threads, int warmup, in
 Command add_bench(CLI::App& app) {
   struct Opts {
     std::string model, artifact, device = "cpu", work, json;
-    int warmup = 5, runs = 30, rounds = 2;
+    int warmup = 5, runs = 30, rounds = 2, per_kernel = 0;
     bool no_ort = false, no_unfused = false;
     CpuFlags cpu;
     LoadFlags load;
@@ -124,6 +124,7 @@ Command add_bench(CLI::App& app) {
   app.add_option("--work", o->work, "Folder for the compiled artifacts (default: a temporary folder)");
   app.add_option("--json", o->json, "Also write the results as JSON to this file");
   app.add_flag("--no-ort", o->no_ort, "Skip onnxruntime");
+  app.add_option("--per-kernel", o->per_kernel, "Also print the N kernels of the artifact that take the most time");
   app.add_flag("--no-unfused", o->no_unfused, "Skip Korch's unfused plan");
   o->cpu.add_to(app);
   o->load.add_to(app);
@@ -192,6 +193,19 @@ Command add_bench(CLI::App& app) {
       row("korch-unfused", tu, fmt::format("fusion gain {:.2f}x; outputs agree within {:.1e}", tu.median() / tk.median(), agreement));
     else if (!unfused_note.empty())
       fmt::print("  {}\n", unfused_note);
+    if (o->per_kernel > 0) {
+      exe->set_step_timing(true);
+      for (int i = 0; i < o->runs; ++i) exe->run(inputs);
+      auto steps = exe->step_times();
+      double total = 0;
+      for (const auto& s : steps) total += s.seconds;
+      std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+      fmt::print("\n  top kernels (mean ms per run, share):\n");
+      for (size_t i = 0; i < steps.size() && i < static_cast<size_t>(o->per_kernel); ++i)
+        fmt::print("  {:>4} {:>8.3f} {:>5.1f}%  {}\n", steps[i].step, steps[i].seconds * 1e3 / o->runs,
+                   100 * steps[i].seconds / std::max(total, 1e-30), steps[i].note.substr(0, 110));
+      exe->set_step_timing(false);
+    }
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", model}, {"threads", o->cpu.threads}, {"rounds", o->rounds}, {"runs", o->runs},
                           {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)}}}};

@@ -1,5 +1,7 @@
 #include "runtime/executable.h"
 
+#include <chrono>
+
 #include <fcntl.h>
 #include <omp.h>
 #include <sys/mman.h>
@@ -183,6 +185,7 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
     }
     s.in_ptrs.resize(s.inputs.size());
     s.out_ptrs.resize(s.outputs.size());
+    s.note = k.value("note", std::string());
     steps_.push_back(std::move(s));
   }
   const auto& m = j.at("memory");
@@ -259,7 +262,13 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   for (Step& s : steps_) {
     for (size_t a = 0; a < s.inputs.size(); ++a) s.in_ptrs[a] = ptrs_[static_cast<size_t>(s.inputs[a])];
     for (size_t a = 0; a < s.outputs.size(); ++a) s.out_ptrs[a] = ptrs_[static_cast<size_t>(s.outputs[a])];
-    s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
+    if (step_timing_) {
+      auto t0 = std::chrono::steady_clock::now();
+      s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
+      s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
+    }
   }
   for (size_t o = 0; o < output_buffers_.size(); ++o) {
     const Buffer& b = buffers_[static_cast<size_t>(output_buffers_[o])];
@@ -267,6 +276,17 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
       std::memcpy(outputs[o].raw(), ptrs_[static_cast<size_t>(b.copy_from)], outputs[o].nbytes());
   }
   return outputs;
+}
+
+std::vector<Executable::StepTime> Executable::step_times() const {
+  std::vector<StepTime> out;
+  for (size_t i = 0; i < steps_.size(); ++i) out.push_back({static_cast<int>(i), steps_[i].note, steps_[i].seconds});
+  return out;
+}
+
+void Executable::set_step_timing(bool on) {
+  step_timing_ = on;
+  for (Step& s : steps_) s.seconds = 0;
 }
 
 void set_cpu_threads(int n) {

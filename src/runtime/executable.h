@@ -44,6 +44,15 @@ class Executable {
   const std::vector<TensorType>& output_types() const { return output_types_; }
   MemoryReport memory() const { return memory_; }
   size_t kernel_count() const { return steps_.size(); }
+  // Per-kernel wall time, summed over the runs since set_step_timing(true) (for `korch bench
+  // --per-kernel`: which kernels the time goes to). Off by default: two clock reads per kernel.
+  struct StepTime {
+    int step = 0;
+    std::string note;
+    double seconds = 0;
+  };
+  void set_step_timing(bool on);
+  std::vector<StepTime> step_times() const;
   const nlohmann::json& manifest() const { return manifest_; }
   bool rebuilt_library() const { return rebuilt_; }  // load() had to run kernels/build.sh
 
@@ -63,6 +72,8 @@ class Executable {
     std::vector<int> inputs, outputs;  // buffer ids
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
+    std::string note;
+    double seconds = 0;
   };
   void parse_program(const nlohmann::json& j, const std::string& path);
   void map_weights(const std::string& path, int64_t bytes);
@@ -82,6 +93,7 @@ class Executable {
   size_t weights_map_bytes_ = 0;
   std::vector<void*> ptrs_;             // per buffer, rebuilt by each run
   bool rebuilt_ = false;
+  bool step_timing_ = false;
 };
 
 // Sets the OpenMP thread count the kernels use (omp_set_num_threads), for callers that do not

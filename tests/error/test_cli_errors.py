@@ -15,7 +15,10 @@ KORCH = os.environ.get("KORCH_BIN", str(Path(__file__).resolve().parents[2] / "b
 
 
 def korch(*args):
-    return subprocess.run([KORCH, *map(str, args)], capture_output=True, text=True, timeout=120)
+    # A private tuning database and kernel cache: compiles here measure tiny kernels.
+    env = dict(os.environ, KORCH_CACHE_DIR=os.environ.get("KORCH_TEST_CACHE_DIR", "/tmp/korch-cli-error-tests"),
+               KORCH_PROGRESS="0")
+    return subprocess.run([KORCH, *map(str, args)], capture_output=True, text=True, timeout=300, env=env)
 
 
 def assert_clean_error(r, *needles):
@@ -162,11 +165,26 @@ def test_compile_missing_model(tmp_path):
     assert_clean_error(korch("compile", tmp_path / "nope.onnx", "-o", tmp_path / "art"), "nope.onnx")
 
 
-def test_compile_measured_costs_not_yet(tmp_path):
+def test_compile_measured_costs_not_yet_on_cuda(tmp_path):
     p = relu_model(tmp_path / "m.onnx")
-    r = korch("compile", p, "--cost", "measured", "-o", tmp_path / "art")
-    assert_clean_error(r, "--cost measured", "analytic")
+    r = korch("compile", p, "--device", "cuda", "--cost", "measured", "-o", tmp_path / "art")
+    assert_clean_error(r, "cuda", "analytic")
     assert r.returncode == 3
+
+
+def test_cpu_backend_names_an_op_it_cannot_run(tmp_path):
+    # Trilu is an opaque primitive: the CPU backend has no kernel for it yet.
+    p = relu_model(tmp_path / "m.onnx", op="Trilu", dims=(3, 3))
+    for args in (["compile", p, "--cost", "analytic", "-o", tmp_path / "art"],
+                 ["run", p, "--backend", "cpu", "--cost", "analytic", "--random-inputs", "0", "--outputs", tmp_path / "o"]):
+        r = korch(*args)
+        assert_clean_error(r, "the_node", "Trilu", "CPU backend")
+        assert r.returncode == 3
+
+
+def test_bench_needs_model_or_artifact(tmp_path):
+    assert_clean_error(korch("bench"), "MODEL", "--artifact")
+    assert_clean_error(korch("bench", "--artifact", tmp_path / "nope"), "nope")
 
 
 def test_compile_bad_device_spec(tmp_path):
