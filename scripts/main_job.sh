@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# The README's main job: build, then load the built-in default models, run them and print what
-# Korch knows about them (`korch demo`), cross-check the results with onnxruntime, and choose the
-# kernels for each (`korch compile --cost analytic`, then `korch explain`).
+# The README's main job: build, then for the built-in default models
+#   1. load, run in the reference interpreter and print what Korch knows (`korch demo`), and
+#      cross-check the reference with onnxruntime;
+#   2. compile for this CPU with measured kernel costs (`korch compile`: every candidate kernel is
+#      generated, checked against the reference and timed; results kept in the tuning database),
+#      explain the plan;
+#   3. run the artifact in a fresh process and check it against the reference interpreter;
+#   4. time it next to onnxruntime and Korch's unfused plan (`korch bench`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 build/korch demo --out build/demo "$@"
-echo "=== cross-check with onnxruntime (same seeded inputs) ==="
+echo "=== cross-check the reference interpreter with onnxruntime (same seeded inputs) ==="
 for m in build/demo/*.onnx; do
   echo "--- $(basename "$m")"
   .venv/bin/python scripts/compare_with_ort.py "$m" --korch build/korch
 done
-echo "=== kernel orchestration (analytic costs, this CPU's spec) ==="
 for m in build/demo/*.onnx; do
   name="$(basename "$m" .onnx)"
-  build/korch compile "$m" --device cpu --cost analytic -o "build/demo/$name.artifact"
-  build/korch explain "build/demo/$name.artifact" --top 8
+  art="build/demo/$name.artifact"
+  echo "=== $name: compile for this CPU with measured costs ==="
+  build/korch compile "$m" --device cpu -o "$art"
+  build/korch explain "$art" --top 6
+  echo "=== $name: run the artifact in a fresh process, check it against the reference ==="
+  rm -rf "build/demo/$name.out" "build/demo/$name.ref"
+  build/korch run --artifact "$art" --random-inputs 7 --outputs "build/demo/$name.out"
+  build/korch run "$m" --backend reference --inputs "build/demo/$name.out" --outputs "build/demo/$name.ref" >/dev/null
+  .venv/bin/python scripts/compare_outputs.py "build/demo/$name.out" "build/demo/$name.ref" --tol 1e-4
+  echo "=== $name: bench ==="
+  build/korch bench --artifact "$art" --runs 50 --rounds 3
 done

@@ -152,7 +152,7 @@ Command add_bench(CLI::App& app) {
       if (model.empty() || (model.rfind("builtin:", 0) != 0 && !fs::exists(model))) {
         unfused_note = "unfused plan skipped: the artifact's model '" + model + "' is not at hand";
       } else {
-        CpuCompileOptions uo = o->cpu.options(say);
+        CpuCompileOptions uo = o->cpu.options([](const std::string&) {});
         uo.unfused = true;
         uo.cost = CostSource::kAnalytic;  // one kernel per primitive: nothing to choose, nothing to measure
         std::string dir = (work / "korch-unfused").string();

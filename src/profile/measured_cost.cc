@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <cstdio>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -40,6 +42,16 @@ DeviceSpec lower_bound_spec() {
   s.peak_vector *= 4;
   s.launch_seconds = 0;
   return s;
+}
+
+// The 1-minute load average (0 when unknown).
+double machine_load() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (!f) return 0;
+  double load = 0;
+  if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+  std::fclose(f);
+  return load;
 }
 
 KernelCost cost_of(const TuningRecord& r) {
@@ -105,6 +117,12 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
   say(fmt::format("measured costs: {} candidates, {} distinct kernels, {} in the tuning database ({}), {} to measure",
                   candidates.size(), first_of.size(), stats_.db_hits, db_->path(), todo.size()));
   if (todo.empty()) return;
+  // A busy machine makes every parallel kernel wait for a descheduled thread (a scheduler tick,
+  // milliseconds): such numbers are stored and reused, so say so.
+  if (double load = machine_load(); load > std::thread::hardware_concurrency() - 0.5)
+    say(fmt::format("warning: load average {:.1f} on {} cores: other processes compete for the CPU, so these "
+                    "measurements will be slow and noisy (they are kept in the tuning database; delete it to redo them)",
+                    load, std::thread::hardware_concurrency()));
 
   auto record = [&](const std::string& hash, TuningStatus status, double seconds, double spread, int reps,
                     const std::string& note) {
