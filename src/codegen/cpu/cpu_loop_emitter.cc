@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "support/error.h"
 
@@ -317,11 +318,12 @@ class StagePrinter {
 
   // Index atoms and expressions emitted at depth `lv` (acc: those of the accumulator), in id
   // (= dependency) order; `only`, when given, restricts the expressions to a subset.
-  void emit_level(int lv, bool acc = false, const std::vector<char>* only = nullptr) {
+  void emit_level(int lv, bool acc = false, const std::vector<char>* only = nullptr, bool with_stores = false) {
     if (!acc) {
       for (size_t i = 0; i < st_.index.size(); ++i) {
         const IndexNode& n = st_.index[i];
-        if (needed_i_[i] && is_atom(n) && depth_of(imask_[i]) == lv && (!only || atom_used_by(static_cast<int>(i), *only)))
+        if (needed_i_[i] && is_atom(n) && depth_of(imask_[i]) == lv &&
+            (!only || atom_used_by(static_cast<int>(i), *only, with_stores)))
           w_.line(fmt::format("const int64_t x{} = {};", i, index_def(static_cast<int>(i))));
       }
     }
@@ -329,16 +331,17 @@ class StagePrinter {
       const ExprNode& n = st_.exprs[e];
       if (!needed_e_[e] || n.op == ExprOp::kConst || n.op == ExprOp::kAcc) continue;
       if (only && !(*only)[e]) continue;
+      if (alias_.count(static_cast<int>(e))) continue;
       if (acc ? !eacc_[e] : (eacc_[e] || depth_of(emask_[e]) != lv)) continue;
       w_.line(fmt::format("const {} t{} = {};", ctype(n.dtype), e, expr_def(static_cast<int>(e))));
     }
   }
 
   // Whether index atom `i` is used (directly or inside another index) by an expression in `set`.
-  bool atom_used_by(int i, const std::vector<char>& set) const {
+  bool atom_used_by(int i, const std::vector<char>& set, bool with_stores) const {
     for (size_t e = 0; e < st_.exprs.size(); ++e)
       if (set[e] && st_.exprs[e].index >= 0 && index_contains(st_.exprs[e].index, i)) return true;
-    if (&set == &needed_result_)  // the stores run with the result
+    if (with_stores)
       for (const loop::Store& s : st_.stores)
         if (index_contains(s.index, i)) return true;
     return false;
@@ -391,10 +394,81 @@ class StagePrinter {
       for (const loop::Store& s : st_.stores) store(s);
       return;
     }
-    if (from == L - 1 && !st_.is_reduction) w_.line("#pragma omp simd");
+    if (from == L - 1 && !st_.is_reduction) {
+      std::map<int, bool> assumed;
+      specialized_inner_loop(from, assumed);
+      return;
+    }
     w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(from), st_.loops[static_cast<size_t>(from)].extent));
     after_open(from, L, K);
     w_.close();
+  }
+
+  // Loop unswitching for selects whose condition does not change along the innermost loop (a
+  // Concat along an outer axis, a Pad's border rows): one copy of the loop per outcome, each
+  // computing only its branch, instead of computing every branch for every element.
+  //   if (t7) { simd loop reading input 0 } else if (t3) { ... input 1 } else { ... input 2 }
+  void specialized_inner_loop(int l, std::map<int, bool>& assumed) {
+    std::vector<char> live = live_under(assumed);
+    int cond_select = -1;
+    if (assumed.size() < 4) {
+      for (size_t e = st_.exprs.size(); e-- > 0;) {
+        const ExprNode& n = st_.exprs[e];
+        if (!live[e] || n.op != ExprOp::kSelect || depth_of(emask_[e]) != l) continue;
+        const int c = n.args[0];
+        if (!assumed.count(c) && depth_of(emask_[static_cast<size_t>(c)]) < l && !eacc_[static_cast<size_t>(c)]) {
+          cond_select = static_cast<int>(e);
+          break;
+        }
+      }
+    }
+    if (cond_select >= 0) {
+      const int c = st_.exprs[static_cast<size_t>(cond_select)].args[0];
+      w_.open(fmt::format("if ({})", operand(c)));
+      assumed[c] = true;
+      specialized_inner_loop(l, assumed);
+      w_.close();
+      w_.open("else");
+      assumed[c] = false;
+      specialized_inner_loop(l, assumed);
+      w_.close();
+      assumed.erase(c);
+      return;
+    }
+    alias_.clear();
+    for (size_t e = 0; e < st_.exprs.size(); ++e) {
+      const ExprNode& n = st_.exprs[e];
+      if (n.op != ExprOp::kSelect) continue;
+      auto it = assumed.find(n.args[0]);
+      if (it != assumed.end()) alias_[static_cast<int>(e)] = n.args[it->second ? 1 : 2];
+    }
+    w_.line("#pragma omp simd");
+    w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
+    emit_level(l, false, &live, true);
+    for (const loop::Store& s : st_.stores) store(s);
+    w_.close();
+    alias_.clear();
+  }
+
+  // Expressions the stores reach when the selects on `assumed` conditions take that branch.
+  std::vector<char> live_under(const std::map<int, bool>& assumed) const {
+    std::vector<char> out(st_.exprs.size(), 0);
+    std::vector<int> es;
+    for (const loop::Store& s : st_.stores) es.push_back(s.value);
+    while (!es.empty()) {
+      const int e = es.back();
+      es.pop_back();
+      if (e < 0 || out[static_cast<size_t>(e)]) continue;
+      out[static_cast<size_t>(e)] = 1;
+      const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
+      auto it = n.op == ExprOp::kSelect ? assumed.find(n.args[0]) : assumed.end();
+      if (it != assumed.end()) {
+        es.push_back(n.args[it->second ? 1 : 2]);
+        continue;
+      }
+      for (int a : n.args) es.push_back(a);
+    }
+    return out;
   }
 
   // Inside loop `l` (just opened): its level's temporaries, then the loops inside it.
@@ -468,7 +542,7 @@ class StagePrinter {
     w_.line("#pragma omp simd");
     w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", j, row));
     w_.line(fmt::format("const {} acc = accv[{}];", ctype(t), j));
-    emit_level(L - 1, false, &needed_result_);
+    emit_level(L - 1, false, &needed_result_, true);
     emit_level(0, true);
     for (const loop::Store& s : st_.stores) store(s);
     w_.close();
@@ -552,6 +626,7 @@ class StagePrinter {
   }
 
   std::string operand(int e) const {
+    if (auto it = alias_.find(e); it != alias_.end()) return operand(it->second);
     const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
     if (n.op == ExprOp::kConst) return literal(n);
     if (n.op == ExprOp::kAcc) return "acc";
@@ -627,6 +702,7 @@ class StagePrinter {
   CodeWriter& w_;
   int acc_level_ = 0;
   bool kept_inner_ = false;
+  std::map<int, int> alias_;  // select -> the branch it takes (inside an unswitched loop)
   std::vector<char> needed_e_, needed_i_, needed_value_, needed_result_, eacc_;
   std::vector<uint64_t> imask_, emask_;
   std::vector<int> depth_;  // loop -> nesting depth in the emitted code
