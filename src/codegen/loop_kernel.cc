@@ -24,6 +24,8 @@ namespace korch {
 namespace loop {
 namespace {
 
+constexpr int64_t kWideSumCount = 512;  // f32 sums over at least this many elements accumulate in f64
+
 const std::set<std::string>& supported_ops() {
   static const std::set<std::string> s = {
       // elementwise
@@ -315,15 +317,20 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
     }
     Reduction& rd = b.stage().reduction;
     rd.combiner = comb;
-    rd.acc_dtype = xdt;
+    // Long f32 sums accumulate in f64, like the reference: a sum that cancels to near zero (a
+    // mean of centred values) keeps its relative accuracy.
+    const bool wide = xdt == DType::kFloat32 && comb == Combiner::kSum && count >= kWideSumCount;
+    const DType adt = wide ? DType::kFloat64 : xdt;
+    rd.acc_dtype = adt;
     rd.select_last = select_last;
-    rd.value = b.value_at(x, src);
+    rd.value = b.e_cast(adt, b.value_at(x, src));
     int result;
     if (comb == Combiner::kArgMax || comb == Combiner::kArgMin) {
       result = b.e_acc(DType::kInt64);
     } else {
-      result = b.e_acc(xdt);
-      if (op == "ReduceMean") result = b.e_binary(Fn::kDiv, result, b.e_iconst(xdt, count));
+      result = b.e_acc(adt);
+      if (op == "ReduceMean") result = b.e_binary(Fn::kDiv, result, b.e_iconst(adt, count));
+      result = b.e_cast(xdt, result);
     }
     rd.result = result;
     b.stage().stores.push_back(Store{out_buffer, b.flat_index(k, out), result});
