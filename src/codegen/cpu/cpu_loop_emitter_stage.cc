@@ -357,18 +357,7 @@ void StagePrinter::reduction_body(int L, int K) {
     w_.line("int64_t acc = 0;");
     w_.line("bool first = true;");
   } else {
-    std::string init;
-    switch (r.combiner) {
-      case loop::Combiner::kSum: init = is_float(t) ? float_literal(t, 0) : int_literal(t, 0); break;
-      case loop::Combiner::kProd: init = is_float(t) ? float_literal(t, 1) : int_literal(t, 1); break;
-      case loop::Combiner::kMax:
-        init = is_float(t) ? float_literal(t, -std::numeric_limits<double>::infinity()) : int_bound(t, false);
-        break;
-      default:
-        init = is_float(t) ? float_literal(t, std::numeric_limits<double>::infinity()) : int_bound(t, true);
-        break;
-    }
-    w_.line(fmt::format("{} acc = {};", ctype(t), init));
+    w_.line(fmt::format("{} acc = {};", ctype(t), identity(t)));
   }
   reduce_loops(K, L, arg);
   emit_level(0, true);
