@@ -388,6 +388,37 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
     }
     k->num_inputs = static_cast<int>(inputs.size());
     k->num_outputs = static_cast<int>(outputs.size());
+    // Outputs that do not depend on a reduction are written first, and later stages read them
+    // back instead of recomputing them (same loads, less arithmetic).
+    std::set<ValueId> after_reduction;
+    for (NodeId id : nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      bool dep = materialised(g, n);
+      for (ValueId v : n.inputs) dep |= v != kNoValue && after_reduction.count(v) != 0;
+      if (dep)
+        for (ValueId v : n.outputs)
+          if (v != kNoValue) after_reduction.insert(v);
+    }
+    auto pointwise_stages = [&](bool late) {
+      std::vector<std::pair<Shape, std::vector<std::pair<ValueId, int>>>> groups;
+      for (ValueId v : outputs) {
+        const Node& n = g.nodes[static_cast<size_t>(kc.producer.at(v))];
+        if ((materialised(g, n) && n.outputs[0] == v) || (after_reduction.count(v) != 0) != late) continue;
+        const Shape& s = g.type(v).shape;
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) { return gr.first == s; });
+        if (it == groups.end()) {
+          groups.emplace_back(s, std::vector<std::pair<ValueId, int>>{});
+          it = groups.end() - 1;
+        }
+        it->second.emplace_back(v, out_buffer.at(v));
+        k->buffers[static_cast<size_t>(out_buffer.at(v))].written = true;
+      }
+      for (const auto& [shape, outs] : groups) {
+        k->stages.push_back(pointwise_stage(kc, shape, outs));
+        for (const auto& [v, buffer] : outs) kc.buffer_of[v] = buffer;
+      }
+    };
+    pointwise_stages(false);
     // Reductions: materialised, in node order.
     for (NodeId id : nodes) {
       const Node& n = g.nodes[static_cast<size_t>(id)];
@@ -411,20 +442,7 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
       kc.buffer_of[y] = buffer;
     }
     // The other outputs: one pointwise stage per shape.
-    std::vector<std::pair<Shape, std::vector<std::pair<ValueId, int>>>> groups;
-    for (ValueId v : outputs) {
-      const Node& n = g.nodes[static_cast<size_t>(kc.producer.at(v))];
-      if (materialised(g, n) && n.outputs[0] == v) continue;
-      const Shape& s = g.type(v).shape;
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) { return gr.first == s; });
-      if (it == groups.end()) {
-        groups.emplace_back(s, std::vector<std::pair<ValueId, int>>{});
-        it = groups.end() - 1;
-      }
-      it->second.emplace_back(v, out_buffer.at(v));
-      k->buffers[static_cast<size_t>(out_buffer.at(v))].written = true;
-    }
-    for (const auto& [shape, outs] : groups) k->stages.push_back(pointwise_stage(kc, shape, outs));
+    pointwise_stages(true);
   } catch (const Unsupported& u) {
     result.reason = u.reason;
     result.scratch_bytes.clear();

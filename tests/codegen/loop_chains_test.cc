@@ -210,3 +210,25 @@ TEST(LoopKernel, ModelFromEnvEveryLoopCandidate) {
 
 }  // namespace
 }  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+TEST(LoopKernel, AnOutputIsReadBackInsteadOfRecomputed) {
+  GraphBuilder b;
+  ValueId x = b.f32("x", {4, 32});
+  ValueId e = b.node("Exp", {x});
+  ValueId s = b.reduce("ReduceSum", e, {-1});
+  LoopCase c = whole_graph_case("exp_sum", b.finish({e, s}));
+  LoopKernelBuild kb = build_loop_kernel(*c.g, c.c.nodes, c.c.inputs, c.c.outputs);
+  ASSERT_TRUE(kb.kernel) << kb.reason;
+  ASSERT_EQ(kb.kernel->stages.size(), 2u) << describe_loop_kernel(*kb.kernel);
+  EXPECT_FALSE(kb.kernel->stages[0].is_reduction);
+  for (const loop::ExprNode& n : kb.kernel->stages[1].exprs)
+    EXPECT_NE(n.op, loop::ExprOp::kUnary) << describe_loop_kernel(*kb.kernel);
+  std::vector<LoopCaseResult> r = run_loop_cases({c});
+  EXPECT_TRUE(r[0].ok) << r[0].message;
+}
+
+}  // namespace
+}  // namespace korch::testing
