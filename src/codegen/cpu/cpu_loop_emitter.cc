@@ -24,6 +24,7 @@ bool row_fusable(const std::vector<StagePrinter>& p, size_t i, size_t j) {
   const Stage& first = p[i].stage();
   const Stage& next = p[j].stage();
   if (first.loops.empty() || next.loops.empty() || first.loops[0].reduce || next.loops[0].reduce) return false;
+  if (!p[i].row_printable() || !p[j].row_printable()) return false;
   const int64_t rows = first.loops[0].extent;
   if (next.loops[0].extent != rows || rows < 16) return false;
   // A row must be small enough to stay in cache; otherwise nothing is gained.

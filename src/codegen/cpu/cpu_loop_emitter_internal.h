@@ -64,6 +64,9 @@ class StagePrinter {
   std::vector<Access> loads() const;
   std::vector<Access> stores() const;
   const Stage& stage() const { return st_; }
+  // Whether print_row() can run inside a caller's loop over loop 0 (not when the kept-inner
+  // schedule moves loop 0 innermost).
+  bool row_printable() const { return !(kept_inner_ && st_.num_kept() == 1); }
 
  private:
   // Expressions reachable from `root`.
