@@ -140,6 +140,17 @@ std::vector<LoopCase> chain_cases() {
     cs.push_back(whole_graph_case("split_concat_d2s", b.finish({d})));
   }
   {
+    // The reduction reads x strided (kept-inner schedule over the 64 rows) and the next stage
+    // shares its row loop: row fusion must leave the kept-inner stage alone.
+    GraphBuilder b;
+    Shape s{1, 64, 32};
+    ValueId x = b.f32("x", {1, 32, 64}), bias = b.f32("bias", {32});
+    ValueId t = b.node("Add", {b.node("Transpose", {x}, attrs({{"perm", I{0, 2, 1}}})), expand_to(b, bias, s)});
+    ValueId m = b.reduce("ReduceMean", t, {-1});
+    ValueId y = b.node("Sub", {t, expand_to(b, m, s)});
+    cs.push_back(whole_graph_case("transposed_mean_center", b.finish({m, y})));
+  }
+  {
     GraphBuilder b;
     Shape s{12, 197, 197};
     ValueId x = b.f32("x", s);
