@@ -24,6 +24,8 @@ namespace korch {
 namespace loop {
 namespace {
 
+constexpr int64_t kWideSumCount = 512;  // f32 sums over at least this many elements accumulate in f64
+
 const std::set<std::string>& supported_ops() {
   static const std::set<std::string> s = {
       // elementwise
@@ -315,15 +317,20 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
     }
     Reduction& rd = b.stage().reduction;
     rd.combiner = comb;
-    rd.acc_dtype = xdt;
+    // Long f32 sums accumulate in f64, like the reference: a sum that cancels to near zero (a
+    // mean of centred values) keeps its relative accuracy.
+    const bool wide = xdt == DType::kFloat32 && comb == Combiner::kSum && count >= kWideSumCount;
+    const DType adt = wide ? DType::kFloat64 : xdt;
+    rd.acc_dtype = adt;
     rd.select_last = select_last;
-    rd.value = b.value_at(x, src);
+    rd.value = b.e_cast(adt, b.value_at(x, src));
     int result;
     if (comb == Combiner::kArgMax || comb == Combiner::kArgMin) {
       result = b.e_acc(DType::kInt64);
     } else {
-      result = b.e_acc(xdt);
-      if (op == "ReduceMean") result = b.e_binary(Fn::kDiv, result, b.e_iconst(xdt, count));
+      result = b.e_acc(adt);
+      if (op == "ReduceMean") result = b.e_binary(Fn::kDiv, result, b.e_iconst(adt, count));
+      result = b.e_cast(xdt, result);
     }
     rd.result = result;
     b.stage().stores.push_back(Store{out_buffer, b.flat_index(k, out), result});
@@ -381,6 +388,37 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
     }
     k->num_inputs = static_cast<int>(inputs.size());
     k->num_outputs = static_cast<int>(outputs.size());
+    // Outputs that do not depend on a reduction are written first, and later stages read them
+    // back instead of recomputing them (same loads, less arithmetic).
+    std::set<ValueId> after_reduction;
+    for (NodeId id : nodes) {
+      const Node& n = g.nodes[static_cast<size_t>(id)];
+      bool dep = materialised(g, n);
+      for (ValueId v : n.inputs) dep |= v != kNoValue && after_reduction.count(v) != 0;
+      if (dep)
+        for (ValueId v : n.outputs)
+          if (v != kNoValue) after_reduction.insert(v);
+    }
+    auto pointwise_stages = [&](bool late) {
+      std::vector<std::pair<Shape, std::vector<std::pair<ValueId, int>>>> groups;
+      for (ValueId v : outputs) {
+        const Node& n = g.nodes[static_cast<size_t>(kc.producer.at(v))];
+        if ((materialised(g, n) && n.outputs[0] == v) || (after_reduction.count(v) != 0) != late) continue;
+        const Shape& s = g.type(v).shape;
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) { return gr.first == s; });
+        if (it == groups.end()) {
+          groups.emplace_back(s, std::vector<std::pair<ValueId, int>>{});
+          it = groups.end() - 1;
+        }
+        it->second.emplace_back(v, out_buffer.at(v));
+        k->buffers[static_cast<size_t>(out_buffer.at(v))].written = true;
+      }
+      for (const auto& [shape, outs] : groups) {
+        k->stages.push_back(pointwise_stage(kc, shape, outs));
+        for (const auto& [v, buffer] : outs) kc.buffer_of[v] = buffer;
+      }
+    };
+    pointwise_stages(false);
     // Reductions: materialised, in node order.
     for (NodeId id : nodes) {
       const Node& n = g.nodes[static_cast<size_t>(id)];
@@ -404,20 +442,7 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
       kc.buffer_of[y] = buffer;
     }
     // The other outputs: one pointwise stage per shape.
-    std::vector<std::pair<Shape, std::vector<std::pair<ValueId, int>>>> groups;
-    for (ValueId v : outputs) {
-      const Node& n = g.nodes[static_cast<size_t>(kc.producer.at(v))];
-      if (materialised(g, n) && n.outputs[0] == v) continue;
-      const Shape& s = g.type(v).shape;
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) { return gr.first == s; });
-      if (it == groups.end()) {
-        groups.emplace_back(s, std::vector<std::pair<ValueId, int>>{});
-        it = groups.end() - 1;
-      }
-      it->second.emplace_back(v, out_buffer.at(v));
-      k->buffers[static_cast<size_t>(out_buffer.at(v))].written = true;
-    }
-    for (const auto& [shape, outs] : groups) k->stages.push_back(pointwise_stage(kc, shape, outs));
+    pointwise_stages(true);
   } catch (const Unsupported& u) {
     result.reason = u.reason;
     result.scratch_bytes.clear();

@@ -140,6 +140,17 @@ std::vector<LoopCase> chain_cases() {
     cs.push_back(whole_graph_case("split_concat_d2s", b.finish({d})));
   }
   {
+    // The reduction reads x strided (kept-inner schedule over the 64 rows) and the next stage
+    // shares its row loop: row fusion must leave the kept-inner stage alone.
+    GraphBuilder b;
+    Shape s{1, 64, 32};
+    ValueId x = b.f32("x", {1, 32, 64}), bias = b.f32("bias", {32});
+    ValueId t = b.node("Add", {b.node("Transpose", {x}, attrs({{"perm", I{0, 2, 1}}})), expand_to(b, bias, s)});
+    ValueId m = b.reduce("ReduceMean", t, {-1});
+    ValueId y = b.node("Sub", {t, expand_to(b, m, s)});
+    cs.push_back(whole_graph_case("transposed_mean_center", b.finish({m, y})));
+  }
+  {
     GraphBuilder b;
     Shape s{12, 197, 197};
     ValueId x = b.f32("x", s);
@@ -206,6 +217,28 @@ TEST(LoopKernel, ModelFromEnvEveryLoopCandidate) {
   const std::string summary = summarize(results, &built, &passed);
   std::printf("%s", summary.c_str());
   EXPECT_EQ(passed, built) << summary;
+}
+
+}  // namespace
+}  // namespace korch::testing
+
+namespace korch::testing {
+namespace {
+
+TEST(LoopKernel, AnOutputIsReadBackInsteadOfRecomputed) {
+  GraphBuilder b;
+  ValueId x = b.f32("x", {4, 32});
+  ValueId e = b.node("Exp", {x});
+  ValueId s = b.reduce("ReduceSum", e, {-1});
+  LoopCase c = whole_graph_case("exp_sum", b.finish({e, s}));
+  LoopKernelBuild kb = build_loop_kernel(*c.g, c.c.nodes, c.c.inputs, c.c.outputs);
+  ASSERT_TRUE(kb.kernel) << kb.reason;
+  ASSERT_EQ(kb.kernel->stages.size(), 2u) << describe_loop_kernel(*kb.kernel);
+  EXPECT_FALSE(kb.kernel->stages[0].is_reduction);
+  for (const loop::ExprNode& n : kb.kernel->stages[1].exprs)
+    EXPECT_NE(n.op, loop::ExprOp::kUnary) << describe_loop_kernel(*kb.kernel);
+  std::vector<LoopCaseResult> r = run_loop_cases({c});
+  EXPECT_TRUE(r[0].ok) << r[0].message;
 }
 
 }  // namespace

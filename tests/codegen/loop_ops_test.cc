@@ -65,6 +65,21 @@ std::vector<LoopCase> op_cases() {
     ValueId n = b.node("Not", {e});
     return b.node("Cast", {n}, attrs({{"to", int64_t{1}}}));
   }, DType::kInt64));
+  cs.push_back(single("f64_math_and_back", {4, 9}, [](GraphBuilder& b, ValueId x) {
+    ValueId d = b.node("Cast", {x}, attrs({{"to", int64_t{11}}}));
+    ValueId e = b.node("Tanh", {b.node("Exp", {d})});
+    return b.node("Cast", {b.node("Mul", {e, d})}, attrs({{"to", int64_t{1}}}));
+  }));
+  cs.push_back(single("i32_where_max", {4, 9}, [](GraphBuilder& b, ValueId x) {
+    ValueId big = b.node("Greater", {x, b.constant(Tensor::scalar<int32_t>(4))});
+    ValueId m = b.node("Max", {x, b.node("Neg", {x})});
+    return b.node("Where", {big, m, b.node("Mul", {x, x})});
+  }, DType::kInt32));
+  cs.push_back(single("bool_logic", {4, 9}, [](GraphBuilder& b, ValueId x) {
+    ValueId y = b.node("Not", {x});
+    ValueId z = b.node("Xor", {b.node("And", {x, y}), b.node("Or", {x, y})});
+    return b.node("Cast", {z}, attrs({{"to", int64_t{1}}}));
+  }, DType::kBool));
   cs.push_back(single("Cast_f32_i64", {4, 5}, [](GraphBuilder& b, ValueId x) {
     return b.node("Cast", {b.node("Mul", {x, b.scalar(10.f)})}, attrs({{"to", int64_t{7}}}));
   }));

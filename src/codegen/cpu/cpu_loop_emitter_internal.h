@@ -1,0 +1,144 @@
+// Internal to the CPU loop emitter (cpu_loop_emitter*.cc): the printer of one stage.
+//
+// Each stage is one block: `#pragma omp parallel for` over its outer kept loops when it has
+// enough work, plain loops inside, and the innermost loop under `#pragma omp simd` (with a
+// `reduction(...)` clause when it is a reduce loop). Every expression node becomes one SSA
+// temporary `const float t12 = ...;` placed at the outermost loop level it depends on, so a
+// per-channel operand is loaded once per row and a value not depending on the reduce loops is
+// computed once per output; div/mod/table index atoms are hoisted the same way.
+// Schedules (cpu_loop_emitter_stage.cc): plain nests, the kept-inner reduction, loop
+// unswitching on invariant selects; expression text in cpu_loop_emitter_expr.cc.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/loop_kernel.h"
+#include "support/code_writer.h"
+
+namespace korch::cpu::detail {
+
+using loop::ExprNode;
+using loop::ExprOp;
+using loop::Fn;
+using loop::IndexNode;
+using loop::IndexOp;
+using loop::Stage;
+
+// Element-ops above which a stage runs on all threads (a parallel region costs a few us).
+constexpr int64_t kParallelWork = 1 << 15;
+
+const char* ctype(DType t);
+std::string float_literal(DType t, double v);
+std::string int_literal(DType t, int64_t v);
+std::string literal(const ExprNode& n);
+// The lowest / highest value of an integer or bool type as a literal.
+std::string int_bound(DType t, bool highest);
+// The libm function for `f` on `t` (expf for f32, exp for f64).
+std::string math_fn(Fn f, DType t);
+
+class StagePrinter {
+ public:
+  StagePrinter(const LoopKernel& k, const Stage& st, CodeWriter& w);
+
+  // Element-ops of the stage: iterations times expression nodes.
+  int64_t work() const;
+
+  // The whole stage as one block.
+  void print();
+
+  // The stage's body for one iteration of its first loop, which the caller has opened as `i0`
+  // (row fusion: several stages share that loop).
+  void print_row();
+
+  struct Access {
+    int buffer;
+    std::string index;
+    int level;
+  };
+  std::vector<Access> loads() const;
+  std::vector<Access> stores() const;
+  const Stage& stage() const { return st_; }
+  // Whether print_row() can run inside a caller's loop over loop 0 (not when the kept-inner
+  // schedule moves loop 0 innermost).
+  bool row_printable() const { return !(kept_inner_ && st_.num_kept() == 1); }
+
+ private:
+  // Expressions reachable from `root`.
+  std::vector<char> reachable(int root) const;
+
+  void mark_needed();
+
+  // Reductions over a short or strided reduce loop (pool windows, a middle axis) run with the
+  // innermost kept loop inside the reduce loops, accumulating a row of outputs in a local array:
+  //   for kh, kw: simd for ow: accv[ow] = max(accv[ow], x[...])
+  // so the vector loop runs along the output row instead of along a 3-wide window.
+  void choose_kept_inner();
+
+  // Coefficient of loop `l` in index node `i` when it is affine in it; kNonAffine otherwise.
+  static constexpr int64_t kNonAffine = std::numeric_limits<int64_t>::min();
+  int64_t coef(int i, int l) const;
+
+  int depth_of(uint64_t mask) const;
+
+  static bool is_atom(const IndexNode& n);
+
+  // Index atoms and expressions emitted at depth `lv` (acc: those of the accumulator), in id
+  // (= dependency) order; `only`, when given, restricts the expressions to a subset.
+  void emit_level(int lv, bool acc = false, const std::vector<char>* only = nullptr, bool with_stores = false);
+
+  // Whether index atom `i` is used (directly or inside another index) by an expression in `set`.
+  bool atom_used_by(int i, const std::vector<char>& set, bool with_stores) const;
+  bool index_contains(int root, int i) const;
+
+  std::string var(int l) const { return fmt::format("i{}", l); }
+
+  void open_loops(int from, int par, int L, int K);
+
+  // Loop unswitching for selects whose condition does not change along the innermost loop (a
+  // Concat along an outer axis, a Pad's border rows): one copy of the loop per outcome, each
+  // computing only its branch, instead of computing every branch for every element.
+  //   if (t7) { simd loop reading input 0 } else if (t3) { ... input 1 } else { ... input 2 }
+  void specialized_inner_loop(int l, std::map<int, bool>& assumed);
+
+  // Expressions the stores reach when the selects on `assumed` conditions take that branch.
+  std::vector<char> live_under(const std::map<int, bool>& assumed) const;
+
+  // Inside loop `l` (just opened): its level's temporaries, then the loops inside it.
+  void after_open(int l, int L, int K);
+
+  // A reduction with the reduce loops innermost: a scalar accumulator per output.
+  void reduction_body(int L, int K);
+  void reduce_loops(int l, int L, bool arg);
+  // The combiner's identity in `t`.
+  std::string identity(DType t) const;
+  // The kept-inner schedule (choose_kept_inner).
+  void kept_inner_body(int L, int K);
+
+  void store(const loop::Store& s);
+
+  // An index node as an operand: atoms by their temporary, the rest inline.
+  std::string index_ref(int id) const;
+
+  std::string index_def(int id) const;
+
+  std::string operand(int e) const;
+
+  std::string expr_def(int e) const;
+
+  const LoopKernel& k_;
+  const Stage& st_;
+  CodeWriter& w_;
+  bool kept_inner_ = false;
+  std::map<int, int> alias_;  // select -> the branch it takes (inside an unswitched loop)
+  std::vector<char> needed_e_, needed_i_, needed_value_, needed_result_, eacc_;
+  std::vector<uint64_t> imask_, emask_;
+  std::vector<int> depth_;  // loop -> nesting depth in the emitted code
+};
+
+}  // namespace korch::cpu::detail

@@ -1,0 +1,450 @@
+// StagePrinter: loop nests and schedules of one stage (see cpu_loop_emitter_internal.h).
+#include "codegen/cpu/cpu_loop_emitter_internal.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "support/error.h"
+
+namespace korch::cpu::detail {
+
+StagePrinter::StagePrinter(const LoopKernel& k, const Stage& st, CodeWriter& w) : k_(k), st_(st), w_(w) {
+  mark_needed();
+}
+
+int64_t StagePrinter::work() const {
+  int64_t iters = 1, ops = 1;
+  for (const loop::Loop& l : st_.loops) iters *= l.extent;
+  for (char c : needed_e_) ops += c;
+  return iters * ops;
+}
+
+void StagePrinter::print() {
+  const int L = static_cast<int>(st_.loops.size());
+  const int K = st_.num_kept();
+  int64_t kept_iters = 1;
+  for (int l = 0; l < K; ++l) kept_iters *= st_.loops[static_cast<size_t>(l)].extent;
+  // Parallel loops: a prefix of the kept loops, never the pointwise simd loop unless it is the
+  // only loop; fused into one when the outermost alone is too short to feed the threads.
+  const int max_par = st_.is_reduction ? (kept_inner_ ? K - 1 : K) : (L == 1 ? 1 : L - 1);
+  int par = 0;
+  if (work() >= kParallelWork && kept_iters >= 2 && max_par >= 1) {
+    int64_t e = 1;
+    while (par < max_par && e < 64) e *= st_.loops[static_cast<size_t>(par++)].extent;
+  }
+  w_.open("");
+  w_.line("// " + st_.comment);
+  emit_level(-1);
+  open_loops(0, par, L, K);
+  w_.close();
+}
+
+void StagePrinter::print_row() {
+  const int L = static_cast<int>(st_.loops.size());
+  w_.open("");
+  w_.line("// " + st_.comment);
+  emit_level(-1);
+  after_open(0, L, st_.num_kept());
+  w_.close();
+}
+
+std::vector<StagePrinter::Access> StagePrinter::loads() const {
+  std::vector<Access> out;
+  for (size_t e = 0; e < st_.exprs.size(); ++e) {
+    const ExprNode& n = st_.exprs[e];
+    if (needed_e_[e] && n.op == ExprOp::kLoad)
+      out.push_back({n.buffer, index_def(n.index), st_.index[static_cast<size_t>(n.index)].level});
+  }
+  return out;
+}
+
+std::vector<StagePrinter::Access> StagePrinter::stores() const {
+  std::vector<Access> out;
+  for (const loop::Store& s : st_.stores)
+    out.push_back({s.buffer, index_def(s.index), st_.index[static_cast<size_t>(s.index)].level});
+  return out;
+}
+
+std::vector<char> StagePrinter::reachable(int root) const {
+  std::vector<char> out(st_.exprs.size(), 0);
+  std::vector<int> es{root};
+  while (!es.empty()) {
+    const int e = es.back();
+    es.pop_back();
+    if (e < 0 || out[static_cast<size_t>(e)]) continue;
+    out[static_cast<size_t>(e)] = 1;
+    for (int a : st_.exprs[static_cast<size_t>(e)].args) es.push_back(a);
+  }
+  return out;
+}
+
+void StagePrinter::mark_needed() {
+  if (st_.is_reduction) {
+    needed_value_ = reachable(st_.reduction.value);
+    needed_result_ = reachable(st_.reduction.result);
+  }
+  needed_e_.assign(st_.exprs.size(), 0);
+  needed_i_.assign(st_.index.size(), 0);
+  std::vector<int> es, is;
+  for (const loop::Store& s : st_.stores) {
+    es.push_back(s.value);
+    is.push_back(s.index);
+  }
+  if (st_.is_reduction) {
+    es.push_back(st_.reduction.value);
+    es.push_back(st_.reduction.result);
+  }
+  while (!es.empty()) {
+    int e = es.back();
+    es.pop_back();
+    if (e < 0 || needed_e_[static_cast<size_t>(e)]) continue;
+    needed_e_[static_cast<size_t>(e)] = 1;
+    const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
+    for (int a : n.args) es.push_back(a);
+    if (n.index >= 0) is.push_back(n.index);
+  }
+  while (!is.empty()) {
+    int i = is.back();
+    is.pop_back();
+    if (i < 0 || needed_i_[static_cast<size_t>(i)]) continue;
+    needed_i_[static_cast<size_t>(i)] = 1;
+    const IndexNode& n = st_.index[static_cast<size_t>(i)];
+    for (const auto& [t, c] : n.terms) is.push_back(t);
+    is.push_back(n.a);
+    is.push_back(n.b);
+  }
+  // Which loops each node depends on (a bit per loop); where it is emitted follows from the
+  // loop order (depth_), which the kept-inner reduction schedule changes.
+  imask_.assign(st_.index.size(), 0);
+  for (size_t i = 0; i < st_.index.size(); ++i) {
+    const IndexNode& n = st_.index[i];
+    uint64_t m = n.op == IndexOp::kVar ? uint64_t{1} << n.value : 0;
+    for (const auto& [t, c] : n.terms) m |= imask_[static_cast<size_t>(t)];
+    if (n.a >= 0) m |= imask_[static_cast<size_t>(n.a)];
+    if (n.b >= 0) m |= imask_[static_cast<size_t>(n.b)];
+    imask_[i] = m;
+  }
+  emask_.assign(st_.exprs.size(), 0);
+  eacc_.assign(st_.exprs.size(), 0);
+  for (size_t e = 0; e < st_.exprs.size(); ++e) {
+    const ExprNode& n = st_.exprs[e];
+    uint64_t m = n.index >= 0 ? imask_[static_cast<size_t>(n.index)] : 0;
+    char acc = n.op == ExprOp::kAcc;
+    for (int a : n.args) {
+      m |= emask_[static_cast<size_t>(a)];
+      acc |= eacc_[static_cast<size_t>(a)];
+    }
+    emask_[e] = m;
+    eacc_[e] = acc;
+  }
+  depth_.resize(st_.loops.size());
+  for (size_t l = 0; l < depth_.size(); ++l) depth_[l] = static_cast<int>(l);
+  choose_kept_inner();
+}
+
+void StagePrinter::choose_kept_inner() {
+  const int L = static_cast<int>(st_.loops.size()), K = st_.num_kept();
+  const loop::Reduction& r = st_.reduction;
+  if (!st_.is_reduction || K < 1 || L == K || r.combiner == loop::Combiner::kArgMax ||
+      r.combiner == loop::Combiner::kArgMin || r.acc_dtype == DType::kBool)
+    return;
+  const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
+  if (row < 8 || row > 4096) return;
+  // Short windows (unless contiguous: a short row is read in one go either way), or reads
+  // strided along the reduce loop but contiguous along the output row.
+  bool contiguous = false, strided = false;
+  for (size_t e = 0; e < st_.exprs.size(); ++e) {
+    const ExprNode& n = st_.exprs[e];
+    if (!needed_value_[e] || n.op != ExprOp::kLoad) continue;
+    const int64_t cr = coef(n.index, L - 1), ck = coef(n.index, K - 1);
+    contiguous |= cr == 1;
+    strided |= cr != 0 && cr != 1 && ck == 1;
+  }
+  const bool want = strided || (!contiguous && st_.loops[static_cast<size_t>(L - 1)].extent < 16);
+  if (!want) return;
+  kept_inner_ = true;
+  for (int l = K; l < L; ++l) depth_[static_cast<size_t>(l)] = l - 1;
+  depth_[static_cast<size_t>(K - 1)] = L - 1;
+}
+
+int64_t StagePrinter::coef(int i, int l) const {
+  const IndexNode& n = st_.index[static_cast<size_t>(i)];
+  if (!(imask_[static_cast<size_t>(i)] >> l & 1)) return 0;
+  if (n.op == IndexOp::kVar) return 1;
+  if (n.op != IndexOp::kSum) return kNonAffine;
+  int64_t c = 0;
+  for (const auto& [t, k] : n.terms) {
+    const int64_t ct = coef(t, l);
+    if (ct == kNonAffine) return kNonAffine;
+    c += k * ct;
+  }
+  return c;
+}
+
+int StagePrinter::depth_of(uint64_t mask) const {
+  int d = -1;
+  for (size_t l = 0; l < depth_.size(); ++l)
+    if (mask >> l & 1) d = std::max(d, depth_[l]);
+  return d;
+}
+
+bool StagePrinter::is_atom(const IndexNode& n) {
+  return n.op == IndexOp::kDiv || n.op == IndexOp::kMod || n.op == IndexOp::kTable || n.op == IndexOp::kMin ||
+         n.op == IndexOp::kMax;
+}
+
+void StagePrinter::emit_level(int lv, bool acc, const std::vector<char>* only, bool with_stores) {
+  if (!acc) {
+    for (size_t i = 0; i < st_.index.size(); ++i) {
+      const IndexNode& n = st_.index[i];
+      if (needed_i_[i] && is_atom(n) && depth_of(imask_[i]) == lv &&
+          (!only || atom_used_by(static_cast<int>(i), *only, with_stores)))
+        w_.line(fmt::format("const int64_t x{} = {};", i, index_def(static_cast<int>(i))));
+    }
+  }
+  for (size_t e = 0; e < st_.exprs.size(); ++e) {
+    const ExprNode& n = st_.exprs[e];
+    if (!needed_e_[e] || n.op == ExprOp::kConst || n.op == ExprOp::kAcc) continue;
+    if (only && !(*only)[e]) continue;
+    if (alias_.count(static_cast<int>(e))) continue;
+    if (acc ? !eacc_[e] : (eacc_[e] || depth_of(emask_[e]) != lv)) continue;
+    w_.line(fmt::format("const {} t{} = {};", ctype(n.dtype), e, expr_def(static_cast<int>(e))));
+  }
+}
+
+bool StagePrinter::atom_used_by(int i, const std::vector<char>& set, bool with_stores) const {
+  for (size_t e = 0; e < st_.exprs.size(); ++e)
+    if (set[e] && st_.exprs[e].index >= 0 && index_contains(st_.exprs[e].index, i)) return true;
+  if (with_stores)
+    for (const loop::Store& s : st_.stores)
+      if (index_contains(s.index, i)) return true;
+  return false;
+}
+
+bool StagePrinter::index_contains(int root, int i) const {
+  if (root == i) return true;
+  const IndexNode& n = st_.index[static_cast<size_t>(root)];
+  for (const auto& [t, c] : n.terms)
+    if (index_contains(t, i)) return true;
+  return (n.a >= 0 && index_contains(n.a, i)) || (n.b >= 0 && index_contains(n.b, i));
+}
+
+void StagePrinter::open_loops(int from, int par, int L, int K) {
+  if (from == 0 && par >= 1) {
+    if (par == 1) {
+      const bool only = L == 1 && !st_.is_reduction;
+      w_.line(only ? "#pragma omp parallel for simd schedule(static)" : "#pragma omp parallel for schedule(static)");
+      w_.open(fmt::format("for (int64_t i0 = 0; i0 < {}; ++i0)", st_.loops[0].extent));
+      after_open(0, L, K);
+      w_.close();
+      return;
+    }
+    int64_t total = 1;
+    for (int l = 0; l < par; ++l) total *= st_.loops[static_cast<size_t>(l)].extent;
+    w_.line("#pragma omp parallel for schedule(static)");
+    w_.open(fmt::format("for (int64_t p = 0; p < {}; ++p)", total));
+    std::string rest = "p";
+    for (int l = par - 1; l >= 0; --l) {
+      const int64_t e = st_.loops[static_cast<size_t>(l)].extent;
+      if (l == 0) w_.line(fmt::format("const int64_t i0 = {};", rest));
+      else w_.line(fmt::format("const int64_t {} = {} % {};", var(l), rest, e));
+      rest = fmt::format("({} / {})", rest, e);
+    }
+    for (int l = 0; l < par - 1; ++l) emit_level(l);
+    after_open(par - 1, L, K);
+    w_.close();
+    return;
+  }
+  if (kept_inner_ && from == K - 1) {
+    kept_inner_body(L, K);
+    return;
+  }
+  if (from == K && st_.is_reduction) {
+    reduction_body(L, K);
+    return;
+  }
+  if (from >= L) {
+    for (const loop::Store& s : st_.stores) store(s);
+    return;
+  }
+  if (from == L - 1 && !st_.is_reduction) {
+    std::map<int, bool> assumed;
+    specialized_inner_loop(from, assumed);
+    return;
+  }
+  w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(from), st_.loops[static_cast<size_t>(from)].extent));
+  after_open(from, L, K);
+  w_.close();
+}
+
+void StagePrinter::specialized_inner_loop(int l, std::map<int, bool>& assumed) {
+  std::vector<char> live = live_under(assumed);
+  int cond_select = -1;
+  if (assumed.size() < 4) {
+    for (size_t e = st_.exprs.size(); e-- > 0;) {
+      const ExprNode& n = st_.exprs[e];
+      if (!live[e] || n.op != ExprOp::kSelect || depth_of(emask_[e]) != l) continue;
+      const int c = n.args[0];
+      if (!assumed.count(c) && depth_of(emask_[static_cast<size_t>(c)]) < l && !eacc_[static_cast<size_t>(c)]) {
+        cond_select = static_cast<int>(e);
+        break;
+      }
+    }
+  }
+  if (cond_select >= 0) {
+    const int c = st_.exprs[static_cast<size_t>(cond_select)].args[0];
+    w_.open(fmt::format("if ({})", operand(c)));
+    assumed[c] = true;
+    specialized_inner_loop(l, assumed);
+    w_.close();
+    w_.open("else");
+    assumed[c] = false;
+    specialized_inner_loop(l, assumed);
+    w_.close();
+    assumed.erase(c);
+    return;
+  }
+  alias_.clear();
+  for (size_t e = 0; e < st_.exprs.size(); ++e) {
+    const ExprNode& n = st_.exprs[e];
+    if (n.op != ExprOp::kSelect) continue;
+    auto it = assumed.find(n.args[0]);
+    if (it != assumed.end()) alias_[static_cast<int>(e)] = n.args[it->second ? 1 : 2];
+  }
+  w_.line("#pragma omp simd");
+  w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
+  emit_level(l, false, &live, true);
+  for (const loop::Store& s : st_.stores) store(s);
+  w_.close();
+  alias_.clear();
+}
+
+std::vector<char> StagePrinter::live_under(const std::map<int, bool>& assumed) const {
+  std::vector<char> out(st_.exprs.size(), 0);
+  std::vector<int> es;
+  for (const loop::Store& s : st_.stores) es.push_back(s.value);
+  while (!es.empty()) {
+    const int e = es.back();
+    es.pop_back();
+    if (e < 0 || out[static_cast<size_t>(e)]) continue;
+    out[static_cast<size_t>(e)] = 1;
+    const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
+    auto it = n.op == ExprOp::kSelect ? assumed.find(n.args[0]) : assumed.end();
+    if (it != assumed.end()) {
+      es.push_back(n.args[it->second ? 1 : 2]);
+      continue;
+    }
+    for (int a : n.args) es.push_back(a);
+  }
+  return out;
+}
+
+void StagePrinter::after_open(int l, int L, int K) {
+  emit_level(l);
+  open_loops(l + 1, 0, L, K);
+}
+
+void StagePrinter::reduction_body(int L, int K) {
+  const loop::Reduction& r = st_.reduction;
+  const DType t = r.acc_dtype;
+  const bool arg = r.combiner == loop::Combiner::kArgMax || r.combiner == loop::Combiner::kArgMin;
+  if (arg) {
+    w_.line(fmt::format("{} best = 0;", ctype(t)));
+    w_.line("int64_t acc = 0;");
+    w_.line("bool first = true;");
+  } else {
+    w_.line(fmt::format("{} acc = {};", ctype(t), identity(t)));
+  }
+  reduce_loops(K, L, arg);
+  emit_level(0, true);
+  for (const loop::Store& s : st_.stores) store(s);
+}
+
+std::string StagePrinter::identity(DType t) const {
+  switch (st_.reduction.combiner) {
+    case loop::Combiner::kSum: return is_float(t) ? float_literal(t, 0) : int_literal(t, 0);
+    case loop::Combiner::kProd: return is_float(t) ? float_literal(t, 1) : int_literal(t, 1);
+    case loop::Combiner::kMax:
+      return is_float(t) ? float_literal(t, -std::numeric_limits<double>::infinity()) : int_bound(t, false);
+    default:
+      return is_float(t) ? float_literal(t, std::numeric_limits<double>::infinity()) : int_bound(t, true);
+  }
+}
+
+void StagePrinter::kept_inner_body(int L, int K) {
+  const loop::Reduction& r = st_.reduction;
+  const DType t = r.acc_dtype;
+  const std::string j = var(K - 1);
+  const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
+  w_.line(fmt::format("{} accv[{}];", ctype(t), row));
+  w_.line("#pragma omp simd");
+  w_.line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) accv[{0}] = {2};", j, row, identity(t)));
+  for (int l = K; l < L; ++l) {
+    w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
+    emit_level(l - 1, false, &needed_value_);
+  }
+  w_.line("#pragma omp simd");
+  w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", j, row));
+  emit_level(L - 1, false, &needed_value_);
+  const std::string v = operand(r.value), a = fmt::format("accv[{}]", j);
+  switch (r.combiner) {
+    case loop::Combiner::kSum: w_.line(fmt::format("{} += {};", a, v)); break;
+    case loop::Combiner::kProd: w_.line(fmt::format("{} *= {};", a, v)); break;
+    case loop::Combiner::kMax: w_.line(fmt::format("{0} = {1} > {0} ? {1} : {0};", a, v)); break;
+    default: w_.line(fmt::format("{0} = {1} < {0} ? {1} : {0};", a, v)); break;
+  }
+  w_.close();
+  for (int l = K; l < L; ++l) w_.close();
+  w_.line("#pragma omp simd");
+  w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", j, row));
+  w_.line(fmt::format("const {} acc = accv[{}];", ctype(t), j));
+  emit_level(L - 1, false, &needed_result_, true);
+  emit_level(0, true);
+  for (const loop::Store& s : st_.stores) store(s);
+  w_.close();
+}
+
+void StagePrinter::reduce_loops(int l, int L, bool arg) {
+  const loop::Reduction& r = st_.reduction;
+  if (l >= L) {
+    const std::string v = operand(r.value);
+    switch (r.combiner) {
+      case loop::Combiner::kSum: w_.line(fmt::format("acc += {};", v)); break;
+      case loop::Combiner::kProd: w_.line(fmt::format("acc *= {};", v)); break;
+      case loop::Combiner::kMax: w_.line(fmt::format("acc = {0} > acc ? {0} : acc;", v)); break;
+      case loop::Combiner::kMin: w_.line(fmt::format("acc = {0} < acc ? {0} : acc;", v)); break;
+      case loop::Combiner::kArgMax:
+      case loop::Combiner::kArgMin: {
+        const char* cmp = r.combiner == loop::Combiner::kArgMax ? (r.select_last ? ">=" : ">")
+                                                                : (r.select_last ? "<=" : "<");
+        const std::string pos = L > st_.num_kept() ? var(L - 1) : "0";
+        w_.open(fmt::format("if (first || {} {} best)", v, cmp));
+        w_.line(fmt::format("best = {};", v));
+        w_.line(fmt::format("acc = {};", pos));
+        w_.line("first = false;");
+        w_.close();
+        break;
+      }
+    }
+    return;
+  }
+  if (l == L - 1 && !arg && r.acc_dtype != DType::kBool) {
+    const char* op = r.combiner == loop::Combiner::kSum ? "+" : r.combiner == loop::Combiner::kProd ? "*"
+                   : r.combiner == loop::Combiner::kMax ? "max" : "min";
+    w_.line(fmt::format("#pragma omp simd reduction({}:acc)", op));
+  }
+  w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
+  emit_level(l);
+  reduce_loops(l + 1, L, arg);
+  w_.close();
+}
+
+void StagePrinter::store(const loop::Store& s) {
+  w_.line(fmt::format("b{}[{}] = {};", s.buffer, index_ref(s.index), operand(s.value)));
+}
+
+}  // namespace korch::cpu::detail
