@@ -170,6 +170,44 @@ TEST(LinearBench, DISABLED_ConvEpilogues) {
   }
 }
 
+// Which implementation oneDNN picks for each broadcast shape of a binary post-op operand.
+TEST(LinearBench, DISABLED_BroadcastImpls) {
+  const Shape conv_shapes[] = {{1, 32, 1, 1}, {1, 1, 14, 14}, {1, 32, 14, 14}, {1, 1, 1, 14}, {1, 1, 1, 1}};
+  for (const Shape& bs : conv_shapes)
+    for (const char* alg : {"Add", "Mul"}) {
+      Builder b;
+      ValueId y = b.conv(b.input({1, 32, 14, 14}), {32, 32, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+      y = b.op("Relu", {y});
+      b.op(alg, {y, shape_numel(bs) == shape_numel(b.g.type(y).shape) ? b.input(bs) : b.op("Expand", {b.input(bs), b.ints({1, 32, 14, 14})})});
+      std::vector<NodeId> all;
+      for (NodeId i = 0; i < static_cast<NodeId>(b.g.nodes.size()); ++i) all.push_back(i);
+      b.g.outputs = {b.g.nodes.back().outputs[0]};
+      KernelCandidate c = make_candidate(b.g, all, false);
+      const bool absorbed = match_linear(b.g, c.nodes, c.outputs).match.result == b.g.outputs[0];
+      for (const char* f : {"plain", "blocked"}) {
+        Prepared p = prepare(b, f);
+        std::printf("conv %s %-14s %-8s %s%s\n", alg, shape_str(bs).c_str(), f, absorbed ? "" : "not absorbed; ",
+                    p.step->implementation().c_str());
+      }
+    }
+  const Shape mm_shapes[] = {{1, 64}, {50, 1}, {50, 64}, {4, 1, 64}, {4, 50, 1}, {1, 50, 64}, {4, 50, 64}};
+  for (const Shape& bs : mm_shapes)
+    for (bool batched : {false, true}) {
+      Builder b;
+      ValueId y = b.op("MatMul", {b.input({4, 50, 32}), batched ? b.input({4, 32, 64}) : b.weight({32, 64})});
+      Shape full = {4, 50, 64};
+      b.op("Add", {y, shape_numel(bs) == 4 * 50 * 64 ? b.input(bs) : b.op("Expand", {b.input(bs), b.ints(full)})});
+      std::vector<NodeId> all;
+      for (NodeId i = 0; i < static_cast<NodeId>(b.g.nodes.size()); ++i) all.push_back(i);
+      b.g.outputs = {b.g.nodes.back().outputs[0]};
+      KernelCandidate c = make_candidate(b.g, all, false);
+      auto m = match_linear(b.g, c.nodes, c.outputs);
+      if (m.match.absorbed.empty()) { std::printf("matmul %-12s batched=%d: not absorbed\n", shape_str(bs).c_str(), batched); continue; }
+      Prepared p = prepare(b, "auto");
+      std::printf("matmul %-12s batched=%d %s\n", shape_str(bs).c_str(), batched, p.step->implementation().c_str());
+    }
+}
+
 TEST(LinearBench, DISABLED_MatMul) {
   omp_set_num_threads(2);
   struct MM { const char* name; Shape a, b; bool const_b; };

@@ -212,17 +212,24 @@ TEST(LinearConv, ResidualAddRelu) {
   }
 }
 
-TEST(LinearConv, TwoFullShapeOperands) {
-  // The first residual becomes a sum post-op in blocked layouts, the second a binary in the
-  // dst's layout; plain layouts read both as binaries.
+TEST(LinearConv, SecondFullShapeOperandStops) {
+  // The residual Sub becomes a sum post-op (blocked layouts); a second full-shape operand would
+  // push oneDNN to a plain gemm convolution, so the chain stops before the Mul.
   for (const char* format : {"plain", "blocked"}) {
     Builder b;
     ValueId y = b.conv(b.input({1, 16, 7, 7}), {32, 16, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
     y = b.op("Sub", {b.input({1, 32, 7, 7}), y});
     y = b.op("Mul", {y, b.input({1, 32, 7, 7})});
     b.op("Add", {y, b.input({1, 32, 7, 7})});
-    run_case(b, {3, true}, format);
+    run_case(b, {1, false}, format);
   }
+}
+
+TEST(LinearConv, PerPixelOperandStops) {
+  Builder b;
+  ValueId y = b.conv(b.input({1, 8, 6, 6}), {8, 8, 1, 1});
+  b.op("Mul", {y, b.op("Expand", {b.input({1, 1, 6, 6}), b.ints({1, 8, 6, 6})})});
+  run_case(b, {0, false});
 }
 
 TEST(LinearConv, HardSwishAndScalars) {
@@ -345,12 +352,17 @@ TEST(LinearMatMul, VectorOperands) {
   run_case(b2, {1, true});
 }
 
-TEST(LinearMatMul, ResidualAndPerRowBiasBatched) {
+TEST(LinearMatMul, ResidualAndBiasBatched) {
   Builder b;
   ValueId y = b.op("MatMul", {b.input({2, 6, 10}), b.input({2, 10, 12})});
-  y = b.op("Add", {y, b.expand_const({2, 6, 1}, {2, 6, 12})});
+  y = b.op("Add", {y, b.expand_const({12}, {2, 6, 12})});
   b.op("Sub", {b.input({2, 6, 12}), y});
   run_case(b, {3, true});
+  // A per-row operand would make oneDNN use its reference matmul: the chain stops.
+  Builder b2;
+  ValueId y2 = b2.op("MatMul", {b2.input({2, 6, 10}), b2.input({2, 10, 12})});
+  b2.op("Add", {y2, b2.expand_const({2, 6, 1}, {2, 6, 12})});
+  run_case(b2, {0, false});
 }
 
 TEST(LinearMatch, Reasons) {
