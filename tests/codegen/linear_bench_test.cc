@@ -208,6 +208,24 @@ TEST(LinearBench, DISABLED_BroadcastImpls) {
     }
 }
 
+// Which implementation oneDNN picks for each eltwise post-op (a slow fallback would be a reason
+// not to absorb the op).
+TEST(LinearBench, DISABLED_EltwiseImpls) {
+  const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Softplus", "Mish", "HardSwish",
+                       "HardSigmoid", "Elu", "LeakyRelu", "Neg", "Reciprocal", "Gelu", "Clip"};
+  for (const char* op : ops)
+    for (int mm = 0; mm < 2; ++mm) {
+      Builder b;
+      b.g.opset = 20;  // Gelu
+      ValueId y = mm ? b.op("MatMul", {b.input({50, 32}), b.weight({32, 64})})
+                     : b.conv(b.input({1, 32, 14, 14}), {32, 32, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+      if (std::string(op) == "Clip") b.op(op, {y, b.scalar(0.f), b.scalar(6.f)});
+      else b.op(op, {y});
+      Prepared p = prepare(b, "auto");
+      std::printf("%-6s %-12s %s\n", mm ? "matmul" : "conv", op, p.step->implementation().c_str());
+    }
+}
+
 TEST(LinearBench, DISABLED_MatMul) {
   omp_set_num_threads(2);
   struct MM { const char* name; Shape a, b; bool const_b; };

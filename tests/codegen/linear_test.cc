@@ -256,6 +256,29 @@ TEST(LinearConv, RepeatedEltwiseAlgorithmStops) {
   EXPECT_EQ(m.desc["post_ops"].size(), 2u) << m.desc.dump();
 }
 
+TEST(LinearConv, EachEltwiseOp) {
+  const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Softplus", "Mish", "HardSwish",
+                       "HardSigmoid", "Elu", "LeakyRelu", "Neg", "Reciprocal", "Gelu", "Max", "Min", "Pow"};
+  for (const char* op : ops)
+    for (int mm = 0; mm < 2; ++mm) {
+      SCOPED_TRACE(op);
+      Builder b;
+      b.g.opset = 20;  // Gelu
+      ValueId y = mm ? b.op("MatMul", {b.input({20, 16}), b.weight({16, 24})})
+                     : b.conv(b.input({1, 8, 5, 5}), {16, 8, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+      const std::string o = op;
+      size_t n = 1;
+      if (o == "Log" || o == "Sqrt" || o == "Reciprocal" || o == "Pow") {  // keep the domain positive
+        y = b.op("Add", {b.op("Abs", {y}), b.scalar(0.5f)});
+        n = 3;
+      }
+      if (o == "Max" || o == "Min") b.op(op, {b.scalar(0.25f), y});
+      else if (o == "Pow") b.op(op, {y, b.scalar(1.5f)});
+      else b.op(op, {y});
+      run_case(b, {n, true});
+    }
+}
+
 TEST(LinearConv, OperandOrder) {
   // Sub(x, conv) is not binary_sub(conv, x); Div(conv, c) is; Div(c, conv) stops.
   Builder b;
