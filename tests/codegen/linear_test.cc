@@ -15,60 +15,13 @@
 #include "ir/interpreter.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
+#include "linear_test_util.h"
 #include "orchestrate/kernel_candidate.h"
 
 namespace korch::cpu {
 namespace {
 
-struct Builder {
-  Graph g;
-  std::mt19937_64 rng{42};
-
-  ValueId input(const Shape& s) { return g.add_input(fmt::format("in{}", g.values.size()), {DType::kFloat32, s}); }
-  ValueId weight(const Shape& s) {
-    return g.add_constant(fmt::format("w{}", g.values.size()), random_tensor({DType::kFloat32, s}, rng));
-  }
-  ValueId scalar(float v) { return g.add_constant(fmt::format("k{}", g.values.size()), Tensor::scalar(v)); }
-  ValueId ints(const std::vector<int64_t>& v) {
-    return g.add_constant(fmt::format("s{}", g.values.size()),
-                          Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())}));
-  }
-  ValueId op(const std::string& type, std::vector<ValueId> in, Attributes a = {}) {
-    Node n;
-    n.name = fmt::format("n{}", g.nodes.size());
-    n.op_type = type;
-    n.inputs = std::move(in);
-    n.attrs = std::move(a);
-    n.outputs = {kNoValue};  // infer_node sizes its answer by the output count
-    std::vector<const TensorType*> types;
-    std::vector<const Tensor*> consts;
-    for (ValueId v : n.inputs) {
-      types.push_back(v == kNoValue ? nullptr : &g.type(v));
-      consts.push_back(v == kNoValue ? nullptr : g.value(v).constant.get());
-    }
-    TensorType t = infer_node(n, g.opset, types, consts).at(0);
-    ValueId out = g.add_value(n.name, t);
-    n.outputs = {out};
-    g.add_node(std::move(n));
-    return out;
-  }
-  // Conv with attributes; `bias` adds Add(., Expand(c[1,M,1..])) like fission does.
-  ValueId conv(ValueId x, const Shape& w, Attributes a = {}) { return op("Conv", {x, weight(w)}, std::move(a)); }
-  ValueId bias(ValueId y) {
-    const Shape& s = g.type(y).shape;
-    Shape cs(s.size(), 1);
-    cs[1] = s[1];
-    return op("Add", {y, op("Expand", {weight(cs), ints(s)})});
-  }
-  ValueId expand_const(const Shape& small, const Shape& full) { return op("Expand", {weight(small), ints(full)}); }
-};
-
-Attributes attrs(std::initializer_list<std::pair<const char*, std::vector<int64_t>>> list, int64_t group = 1) {
-  Attributes a;
-  for (auto& [k, v] : list) a.set(k, v);
-  if (group != 1) a.set("group", group);
-  return a;
-}
+using namespace linear_test;
 
 double rel_l2(const Tensor& out, const Tensor& ref) {
   EXPECT_EQ(out.shape(), ref.shape());
@@ -259,6 +212,26 @@ TEST(LinearConv, ResidualAddRelu) {
   }
 }
 
+TEST(LinearConv, SecondFullShapeOperandStops) {
+  // The residual Sub becomes a sum post-op (blocked layouts); a second full-shape operand would
+  // push oneDNN to a plain gemm convolution, so the chain stops before the Mul.
+  for (const char* format : {"plain", "blocked"}) {
+    Builder b;
+    ValueId y = b.conv(b.input({1, 16, 7, 7}), {32, 16, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+    y = b.op("Sub", {b.input({1, 32, 7, 7}), y});
+    y = b.op("Mul", {y, b.input({1, 32, 7, 7})});
+    b.op("Add", {y, b.input({1, 32, 7, 7})});
+    run_case(b, {1, false}, format);
+  }
+}
+
+TEST(LinearConv, PerPixelOperandStops) {
+  Builder b;
+  ValueId y = b.conv(b.input({1, 8, 6, 6}), {8, 8, 1, 1});
+  b.op("Mul", {y, b.op("Expand", {b.input({1, 1, 6, 6}), b.ints({1, 8, 6, 6})})});
+  run_case(b, {0, false});
+}
+
 TEST(LinearConv, HardSwishAndScalars) {
   Builder b;
   ValueId y = b.conv(b.input({1, 8, 6, 6}), {16, 8, 1, 1});
@@ -281,6 +254,29 @@ TEST(LinearConv, RepeatedEltwiseAlgorithmStops) {
   b.op("Relu", {y});
   LinearMatch m = run_case(b, {3, false}, "blocked");
   EXPECT_EQ(m.desc["post_ops"].size(), 2u) << m.desc.dump();
+}
+
+TEST(LinearConv, EachEltwiseOp) {
+  const char* ops[] = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Softplus", "Mish", "HardSwish",
+                       "HardSigmoid", "Elu", "LeakyRelu", "Neg", "Reciprocal", "Gelu", "Max", "Min", "Pow"};
+  for (const char* op : ops)
+    for (int mm = 0; mm < 2; ++mm) {
+      SCOPED_TRACE(op);
+      Builder b;
+      b.g.opset = 20;  // Gelu
+      ValueId y = mm ? b.op("MatMul", {b.input({20, 16}), b.weight({16, 24})})
+                     : b.conv(b.input({1, 8, 5, 5}), {16, 8, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+      const std::string o = op;
+      size_t n = 1;
+      if (o == "Log" || o == "Sqrt" || o == "Reciprocal" || o == "Pow") {  // keep the domain positive
+        y = b.op("Add", {b.op("Abs", {y}), b.scalar(0.5f)});
+        n = 3;
+      }
+      if (o == "Max" || o == "Min") b.op(op, {b.scalar(0.25f), y});
+      else if (o == "Pow") b.op(op, {y, b.scalar(1.5f)});
+      else b.op(op, {y});
+      run_case(b, {n, true});
+    }
 }
 
 TEST(LinearConv, OperandOrder) {
@@ -379,12 +375,17 @@ TEST(LinearMatMul, VectorOperands) {
   run_case(b2, {1, true});
 }
 
-TEST(LinearMatMul, ResidualAndPerRowBiasBatched) {
+TEST(LinearMatMul, ResidualAndBiasBatched) {
   Builder b;
   ValueId y = b.op("MatMul", {b.input({2, 6, 10}), b.input({2, 10, 12})});
-  y = b.op("Add", {y, b.expand_const({2, 6, 1}, {2, 6, 12})});
+  y = b.op("Add", {y, b.expand_const({12}, {2, 6, 12})});
   b.op("Sub", {b.input({2, 6, 12}), y});
   run_case(b, {3, true});
+  // A per-row operand would make oneDNN use its reference matmul: the chain stops.
+  Builder b2;
+  ValueId y2 = b2.op("MatMul", {b2.input({2, 6, 10}), b2.input({2, 10, 12})});
+  b2.op("Add", {y2, b2.expand_const({2, 6, 1}, {2, 6, 12})});
+  run_case(b2, {0, false});
 }
 
 TEST(LinearMatch, Reasons) {

@@ -72,6 +72,7 @@ class Matcher {
   std::optional<double> scalar_value(ValueId v) const;
   // oneDNN dims of a tensor operand broadcast against the chain's ONNX shape, or nullopt.
   std::optional<Shape> dnnl_dims(const Shape& operand) const;
+  bool fast_broadcast(const Shape& dims, const std::string& op) const;
   void add_operand(ValueId v, const std::string& role, const Shape& dims);
 
   const Graph& g_;
@@ -79,6 +80,7 @@ class Matcher {
   const std::vector<ValueId>& outputs_;
   Shape onnx_out_;   // the linear output's ONNX shape (the chain keeps it)
   Shape dnnl_dst_;   // the same memory as oneDNN dims
+  bool conv_ = false;
   bool matmul_rows_collapsed_ = false;  // MatMul [b..,M,K] x [K,N] as [b..*M, K] x [K, N]
   bool matmul_vector_ = false;          // a 1-D MatMul operand: ONNX out drops a unit dim
   Chain chain_;
@@ -150,6 +152,7 @@ std::string Matcher::match_conv(const Node& n, json& d) {
   d["conv"] = {{"strides", strides}, {"dilations", dd}, {"pads_begin", pb}, {"pads_end", pe}, {"group", group}};
   onnx_out_ = y;
   dnnl_dst_ = y;
+  conv_ = true;
   add_operand(n.inputs[0], "src", x);
   add_operand(n.inputs[1], "weights", wd);
   return "";
@@ -211,6 +214,27 @@ std::optional<Shape> Matcher::dnnl_dims(const Shape& operand) const {
   if (std::all_of(rows.begin(), rows.end(), [](int64_t v) { return v == 1; })) return Shape{1, cols};
   if (rows == full) return Shape{dnnl_dst_[0], cols};
   return std::nullopt;
+}
+
+// Binary operand shapes oneDNN 2.6 runs in its fast kernels. Others make it fall back to a plain
+// gemm convolution or the reference matmul (ref:any), many times slower than stopping the chain
+// and letting the loop emitter apply the op (measured: tests/codegen/linear_bench_test.cc,
+// BroadcastImpls). Conv: per-channel, a single value, or one full-shape Add/Sub (run as a sum
+// post-op; brgconv takes no full-shape binary). MatMul: per-column (N), a single value, full.
+bool Matcher::fast_broadcast(const Shape& dims, const std::string& op) const {
+  const size_t r = dims.size();
+  size_t non_unit = 0, last = 0;
+  for (size_t i = 0; i < r; ++i)
+    if (dims[i] != 1) ++non_unit, last = i;
+  if (non_unit == 0) return true;
+  if (dims == dnnl_dst_) {
+    if (!conv_) return true;
+    if (op != "Add" && op != "Sub") return false;
+    for (const json& o : chain_.post_ops)  // one sum per primitive
+      if (o.at("type") == "binary" && chain_.operands.at(o.at("operand").get<size_t>()).at("dims") == dims) return false;
+    return true;
+  }
+  return non_unit == 1 && last == (conv_ ? 1 : r - 1);
 }
 
 bool Matcher::eltwise(const Node& n, json& ops) {
@@ -296,7 +320,7 @@ bool Matcher::binary(const Node& n, ValueId r, json& ops) {
     if (g_.value(other).is_constant() && g_.type(other).numel() <= 1) return false;  // non-float scalar
     if (t == "Div" && !r_first) return false;  // other / r: no post-op divides by the accumulator
     auto dims = dnnl_dims(g_.type(other).shape);
-    if (!dims) return false;
+    if (!dims || !fast_broadcast(*dims, t)) return false;
     const std::string alg = t == "Add" ? "add" : t == "Mul" ? "mul" : t == "Sub" ? "sub" : t == "Div" ? "div"
                           : t == "Max" ? "max" : "min";
     ops.push_back({{"type", "binary"}, {"alg", alg}, {"operand", chain_.operands.size()}});

@@ -6,11 +6,16 @@
 // an owned buffer plus a reorder. Constant weights are reordered on the first run only (their
 // pointer and contents never change; a new pointer is reordered again, to stay correct).
 //
-// Layout rule for Conv src/dst ("format": "auto"), from measurements on this machine (AMD EPYC,
-// avx512_core, 2 OpenMP threads; numbers in the branch's report and bench notes):
-//   blocked (format_tag::any: nChw16c, reorders in and out) unless the plain (NCHW) primitive is
-//   a jit one for the shape, see plain_is_faster(). The profiler may override with "plain" or
-//   "blocked".
+// Layout rule for Conv src/dst ("format" in the description): "auto" and "blocked" let oneDNN
+// choose (format_tag::any: NHWC for brgconv, nChw4c/16c for grouped jit kernels) and reorder the
+// plain user tensors in and out; "plain" runs on NCHW directly, which oneDNN 2.6 serves with its
+// im2col + gemm convolution. Blocked wins on every shape measured, reorders included (AMD EPYC
+// avx512_core, 1 thread, CPU-time medians, tests/codegen/linear_bench_test.cc):
+//   resnet18 3x3 64c 56x56 4.27 -> 2.26 ms, 1x1 64->256 56x56 5.50 -> 2.12, mobilenet_v2
+//   depthwise 144c 56x56 4.05 -> 0.90, stem 7x7 s2 8.05 -> 2.82, candy 9x9 3->32 21.9 -> 8.6,
+//   resnext grouped 4.31 -> 1.05, 1x1 960->160 7x7 (the closest) 0.218 -> 0.194.
+// "plain" stays selectable for the profiler. MatMul always runs on plain src/dst (what oneDNN
+// picks anyway) with `any` weights when they are constant (blocked once, e.g. ba16a64b).
 #include "codegen/cpu/cpu_linear.h"
 
 #include <fmt/format.h>
@@ -98,18 +103,16 @@ class DnnlLinearStep final : public LinearStep {
   dnnl::stream stream_;
   std::vector<Binding> bindings_;
   std::unordered_map<int, memory> exec_args_;
+  // A residual Add/Sub run as a sum post-op: copied (reordered) into the dst memory first.
+  int sum_slot_ = -1;
+  memory sum_user_;
+  dnnl::reorder sum_copy_;
 };
 
 bool is_per_channel(const memory::dims& operand, const memory::dims& dst, size_t channel_dim) {
   for (size_t i = 0; i < dst.size(); ++i)
     if (operand[i] != (i == channel_dim ? dst[i] : 1)) return false;
   return dst[channel_dim] > 1;
-}
-
-// Whether to run a Conv on plain NCHW src/dst instead of blocked layouts plus reorders.
-bool plain_is_faster(const json& d) {
-  (void)d;
-  return false;
 }
 
 DnnlLinearStep::DnnlLinearStep(const json& d) : stream_(cpu_engine()) { build(d); }
@@ -143,7 +146,8 @@ void DnnlLinearStep::build(const json& d) {
   if (!conv && op != "MatMul") fail_unsupported("linear step: unknown op '{}'", op);
   const bool weights_const = operands.at(1).at("constant").get<bool>();
   const std::string format = d.value("format", "auto");
-  const bool blocked = conv && (format == "blocked" || (format == "auto" && !plain_is_faster(d)));
+  if (format != "auto" && format != "blocked" && format != "plain") fail("linear step: unknown format '{}'", format);
+  const bool blocked = conv && format != "plain";
 
   // Post-ops; a first binary Add of a per-channel operand becomes the primitive's own bias.
   const json& ops = d.at("post_ops");
@@ -157,22 +161,40 @@ void DnnlLinearStep::build(const json& d) {
       first = 1;
     }
   }
-  dnnl::post_ops po;
+  // Full-shape binary operands (a residual) cannot be plain next to a blocked dst: oneDNN then
+  // picks a plain gemm convolution (5x slower on resnet's 3x3 64c 56x56, measured), and 2.6's
+  // brgconv (NHWC) takes no full-shape binary at all. So with `any` layouts the first full-shape
+  // Add/Sub becomes a sum post-op (the operand is reordered into the dst buffer before the
+  // primitive runs), and any further full-shape binary gets the dst's layout (`full_md`, reordered
+  // per run; plain until known).
+  auto operand_dims = [&](int k) { return dims_of(operands.at(static_cast<size_t>(k)).at("dims")); };
+  int sum_op = -1;
+  for (size_t i = first; blocked && i < ops.size() && sum_op < 0; ++i)
+    if (ops[i].at("type") == "binary" && (ops[i].at("alg") == "add" || ops[i].at("alg") == "sub") &&
+        operand_dims(ops[i].at("operand").get<int>()) == dst)
+      sum_op = static_cast<int>(i);
   std::vector<std::pair<int, int>> binary_args;  // (post-op index, operand)
-  for (size_t i = first; i < ops.size(); ++i) {
-    const json& o = ops[i];
-    if (o.at("type") == "eltwise") {
-      po.append_eltwise(1.0f, eltwise_alg(o.at("alg").get<std::string>()), o.at("alpha").get<float>(),
-                        o.at("beta").get<float>());
-    } else {
-      const int k = o.at("operand").get<int>();
-      po.append_binary(binary_alg(o.at("alg").get<std::string>()),
-                       plain_desc(dims_of(operands.at(static_cast<size_t>(k)).at("dims"))));
-      binary_args.emplace_back(static_cast<int>(i - first), k);
+  auto make_attr = [&](const memory::desc& full_md, bool with_post_ops) {
+    dnnl::post_ops po;
+    binary_args.clear();
+    for (size_t i = first; with_post_ops && i < ops.size(); ++i) {
+      const json& o = ops[i];
+      if (o.at("type") == "eltwise") {
+        po.append_eltwise(1.0f, eltwise_alg(o.at("alg").get<std::string>()), o.at("alpha").get<float>(),
+                          o.at("beta").get<float>());
+      } else if (static_cast<int>(i) == sum_op) {
+        po.append_sum(o.at("alg") == "add" ? 1.0f : -1.0f);
+      } else {
+        const int k = o.at("operand").get<int>();
+        po.append_binary(binary_alg(o.at("alg").get<std::string>()),
+                         operand_dims(k) == dst ? full_md : plain_desc(operand_dims(k)));
+        binary_args.emplace_back(static_cast<int>(i - first), k);
+      }
     }
-  }
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(po);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    return attr;
+  };
 
   const memory::desc src_md = blocked ? any_desc(src) : plain_desc(src);
   const memory::desc wei_md = weights_const ? any_desc(wei) : plain_desc(wei);
@@ -183,7 +205,7 @@ void DnnlLinearStep::build(const json& d) {
     if (!conv) bd.back() = dst.back();
     bias_md = plain_desc(bd);
   }
-  try {
+  auto make_pd = [&](const dnnl::primitive_attr& attr) -> dnnl::primitive_desc {
     if (conv) {
       const json& c = d.at("conv");
       auto strides = dims_of(c.at("strides")), dil = dims_of(c.at("dilations"));
@@ -193,16 +215,22 @@ void DnnlLinearStep::build(const json& d) {
                                             src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                             src_md, wei_md, dst_md, strides, dil, pl, pr);
-      auto pd = dnnl::convolution_forward::primitive_desc(cd, attr, cpu_engine());
-      prim_ = dnnl::convolution_forward(pd);
-      pd_ = pd;
-    } else {
-      auto md = bias_operand >= 0 ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
-                                  : dnnl::matmul::desc(src_md, wei_md, dst_md);
-      auto pd = dnnl::matmul::primitive_desc(md, attr, cpu_engine());
-      prim_ = dnnl::matmul(pd);
-      pd_ = pd;
+      return dnnl::convolution_forward::primitive_desc(cd, attr, cpu_engine());
     }
+    auto md = bias_operand >= 0 ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
+                                : dnnl::matmul::desc(src_md, wei_md, dst_md);
+    return dnnl::matmul::primitive_desc(md, attr, cpu_engine());
+  };
+  memory::desc full_md = plain_desc(dst);
+  try {
+    bool has_full = false;
+    for (size_t i = first; i < ops.size(); ++i)
+      has_full |= static_cast<int>(i) != sum_op && ops[i].at("type") == "binary" &&
+                  operand_dims(ops[i].at("operand").get<int>()) == dst;
+    if (blocked && has_full)  // the layout the kernel picks for dst without post-ops
+      full_md = make_pd(make_attr(full_md, false)).query_md(dnnl::query::dst_md, 0);
+    pd_ = make_pd(make_attr(full_md, true));
+    prim_ = dnnl::primitive(pd_);
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN cannot create the {} primitive ({}): {}", op, e.what(), d.dump());
   }
@@ -213,17 +241,30 @@ void DnnlLinearStep::build(const json& d) {
   bind(DNNL_ARG_WEIGHTS, slots[1], plain_desc(wei), wei_chosen, false, weights_const);
   if (bias_operand >= 0) bind(DNNL_ARG_BIAS, slots[static_cast<size_t>(bias_operand)], bias_md, bias_md, false, false);
   for (auto [index, k] : binary_args) {
-    auto md = plain_desc(dims_of(operands.at(static_cast<size_t>(k)).at("dims")));
-    bind(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, slots[static_cast<size_t>(k)], md, md, false, false);
+    const memory::desc md = plain_desc(operand_dims(k));
+    const bool operand_const = operands.at(static_cast<size_t>(k)).at("constant").get<bool>();
+    bind(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, slots[static_cast<size_t>(k)], md,
+         operand_dims(k) == dst ? full_md : md, false, operand_const);
   }
   bind(DNNL_ARG_DST, result_slot, plain_desc(dst), dst_chosen, true, false);
+  if (sum_op >= 0) {
+    const int k = ops[static_cast<size_t>(sum_op)].at("operand").get<int>();
+    sum_slot_ = slots[static_cast<size_t>(k)];
+    sum_user_ = memory(plain_desc(dst), cpu_engine(), DNNL_MEMORY_NONE);
+    sum_copy_ = dnnl::reorder(sum_user_, exec_args_.at(DNNL_ARG_DST));
+  }
 }
 
 std::string DnnlLinearStep::implementation() const {
+  // "acdb" (NHWC), "abcd16b" (nChw16c): dims by falling stride, then the inner blocks.
   auto tag = [](const memory::desc& m) {
     const auto& bd = m.data.format_desc.blocking;
-    std::string s = fmt::format("{}", fmt::join(m.dims(), "x"));
-    if (bd.inner_nblks > 0) s += fmt::format(" blocked {}:{}", bd.inner_idxs[0], bd.inner_blks[0]);
+    std::vector<int> order(static_cast<size_t>(m.data.ndims));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return bd.strides[a] > bd.strides[b]; });
+    std::string s;
+    for (int i : order) s += static_cast<char>('a' + i);
+    for (int i = 0; i < bd.inner_nblks; ++i) s += fmt::format("{}{}", bd.inner_blks[i], static_cast<char>('a' + bd.inner_idxs[i]));
     return s;
   };
   return fmt::format("{} src {} wei {} dst {}", pd_.impl_info_str(), tag(pd_.query_md(dnnl::query::src_md, 0)),
@@ -239,6 +280,10 @@ void DnnlLinearStep::run(void* const* args) {
     if (!b.inner || (b.once && b.reordered_from == p)) continue;
     b.reorder.execute(stream_, b.user, b.inner);
     b.reordered_from = p;
+  }
+  if (sum_slot_ >= 0) {
+    sum_user_.set_data_handle(args[sum_slot_]);
+    sum_copy_.execute(stream_, sum_user_, exec_args_.at(DNNL_ARG_DST));
   }
   prim_.execute(stream_, exec_args_);
   if (out && out->inner) out->reorder.execute(stream_, out->inner, out->user);
