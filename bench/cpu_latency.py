@@ -1,0 +1,135 @@
+"""Korch's CPU backend vs onnxruntime vs Korch's unfused plan, per model, plus compile times.
+
+  .venv/bin/python bench/cpu_latency.py [--models candy,yolox_nano,...] [--group paper|heldback|all]
+                                        [--runs 30] [--rounds 3] [--threads 2] [--cold]
+
+For each model: `korch compile MODEL --device cpu -o ART` with measured costs, timed twice: first
+against the tuning database as it is (cold when --cold gives a fresh one), then again (warm: every
+kernel comes from the database). Then `korch bench --artifact ART` times Korch, onnxruntime
+(ORT_ENABLE_ALL, same thread count, bench/ort_latency.py) and the unfused plan (one kernel per
+primitive) in alternating rounds in one process run. Results: bench/results/cpu_latency.md (and
+.json). fp32, batch 1.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import export_models  # noqa: E402
+
+PAPER = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano", "yolov4"]
+HELDBACK = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf",
+            "shufflenet_v2_x1_0", "squeezenet1_0", "densenet121", "convnext_tiny", "vit_b_16", "swin_t",
+            "transformer_encoder"]
+
+
+def cpu_name():
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models")
+    ap.add_argument("--group", default="all", choices=["paper", "heldback", "all"])
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cold", action="store_true", help="start from an empty tuning database and kernel cache")
+    ap.add_argument("--extra-args", default="", help="more korch compile arguments")
+    ap.add_argument("--out", default=str(ROOT / "bench/results/cpu_latency.md"))
+    a = ap.parse_args()
+    korch = ROOT / "build/korch"
+    models = a.models.split(",") if a.models else {"paper": PAPER, "heldback": HELDBACK, "all": PAPER + HELDBACK}[a.group]
+    env = dict(os.environ, KORCH_PROGRESS="0")
+    work = Path(tempfile.mkdtemp(prefix="korch-cpu-bench-"))
+    if a.cold:
+        env["KORCH_CACHE_DIR"] = str(work / "cache")
+    rows = []
+    for name in models:
+        model = export_models.export(name)
+        art = work / name
+        times = []
+        log = ""
+        for _ in range(2):
+            t0 = time.time()
+            r = subprocess.run([str(korch), "compile", str(model), "--device", "cpu", "--threads", str(a.threads),
+                                "-o", str(art), *a.extra_args.split()], capture_output=True, text=True, env=env)
+            times.append(time.time() - t0)
+            if r.returncode != 0:
+                print(f"{name}: compile failed\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}", file=sys.stderr)
+                break
+            log = r.stdout
+        if len(times) < 2:
+            rows.append({"model": name, "error": "compile failed"})
+            continue
+        tuning = re.search(r"tuning: (\d+) distinct kernels, (\d+) from the database, (\d+) measured, (\d+) failed", log)
+        kernels = re.search(r": (\d+) kernels for (\d+) primitives", log)
+        js = work / f"{name}.json"
+        b = subprocess.run([str(korch), "bench", "--artifact", str(art), "--threads", str(a.threads), "--runs",
+                            str(a.runs), "--rounds", str(a.rounds), "--json", str(js)], capture_output=True, text=True,
+                           env=env)
+        print(b.stdout)
+        if b.returncode != 0:
+            print(b.stderr, file=sys.stderr)
+            rows.append({"model": name, "error": "bench failed"})
+            continue
+        res = json.loads(js.read_text())
+        rows.append({"model": name, "compile_first_s": times[0], "compile_warm_s": times[1],
+                     "kernels": int(kernels.group(1)) if kernels else None,
+                     "primitives": int(kernels.group(2)) if kernels else None,
+                     "distinct_kernels": int(tuning.group(1)) if tuning else None, **res})
+        print(f"{name}: compile {times[0]:.1f} s / warm {times[1]:.1f} s", flush=True)
+
+    def fmt(t):
+        return f"{t['median_ms']:.2f} [{t['p10_ms']:.2f}-{t['p90_ms']:.2f}]"
+    lines = [
+        "# Korch CPU backend vs onnxruntime vs Korch unfused",
+        "",
+        f"Command: `.venv/bin/python bench/cpu_latency.py {' '.join(sys.argv[1:])}`  ",
+        f"Machine: {cpu_name()}, {os.cpu_count()} cores; {a.threads} threads for every system; fp32, batch 1.  ",
+        f"Timing: `korch bench`, {a.rounds} alternating rounds x {a.runs} runs after warm-up; ms, median [p10-p90].  ",
+        "onnxruntime: ORT_ENABLE_ALL, intra-op threads = threads, sequential.  ",
+        "unfused: Korch's own plan with one kernel per primitive (no orchestration).  ",
+        "Compile: first = `korch compile` against the tuning database as found"
+        + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.",
+        "",
+        "| model | prims | kernels | korch ms | onnxruntime ms | unfused ms | vs ORT | fusion gain | compile first s | compile warm s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    speedups = []
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | | | {r['error']} | | | | | | |")
+            continue
+        k, o, u = r["korch"], r.get("onnxruntime"), r.get("korch_unfused")
+        sp = o["median_ms"] / k["median_ms"] if o else None
+        if sp:
+            speedups.append(sp)
+        lines.append(f"| {r['model']} | {r['primitives']} | {r['kernels']} | {fmt(k)} | {fmt(o) if o else '-'} | "
+                     f"{fmt(u) if u else '-'} | {sp:.2f}x | {u['median_ms'] / k['median_ms']:.2f}x | "
+                     f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |" if o and u else
+                     f"| {r['model']} | {r['primitives']} | {r['kernels']} | {fmt(k)} | - | - | - | - | "
+                     f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |")
+    if speedups:
+        g = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+        lines += ["", f"Geometric mean speedup over onnxruntime: **{g:.2f}x** over {len(speedups)} models "
+                  f"(Korch faster on {sum(s > 1 for s in speedups)})."]
+    Path(a.out).write_text("\n".join(lines) + "\n")
+    Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
