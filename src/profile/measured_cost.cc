@@ -64,10 +64,12 @@ KernelCost cost_of(const TuningRecord& r) {
 
 MeasureOptions MeasuredCostOptions::quick_measure_options() {
   MeasureOptions m;
-  m.warmup_seconds = 0.005;
+  // Thousands of kernels per model: ~10 ms each (a 5 us kernel still gets hundreds of batched
+  // samples), up to 0.3 s for the slowest (>= 3 reps).
+  m.warmup_seconds = 0.002;
   m.min_reps = 5;
-  m.min_seconds = 0.02;
-  m.max_seconds = 0.5;
+  m.min_seconds = 0.006;
+  m.max_seconds = 0.3;
   return m;
 }
 

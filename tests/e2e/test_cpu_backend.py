@@ -107,6 +107,25 @@ def test_interrupted_profiling_resumes(tmp_path):
     run_artifact_vs_reference(model, tmp_path / "art", tmp_path)
 
 
+def test_opaque_op_runs_in_the_reference_interpreter(tmp_path):
+    # Trilu is an opaque primitive: no generated code, the artifact runs it in the interpreter.
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Trilu", ["r"], ["t"], name="tri"),
+             helper.make_node("Sigmoid", ["t"], ["y"], name="sig")]
+    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "m.onnx")
+    env = env_with_cache(tmp_path)
+    out = korch("run", tmp_path / "m.onnx", "--backend", "cpu", "--random-inputs", 1, "--outputs", tmp_path / "o",
+                "--save-artifact", tmp_path / "art", "--check", env=env)
+    assert "matches the reference" in out
+    program = (tmp_path / "art" / "program.json").read_text()
+    assert "reference_graph" in program and "Trilu" in program
+
+
 MODELS = ["candy", "efficientvit_b0", "yolox_nano", "transformer_encoder", "resnet18", "mobilenet_v3_small",
           "shufflenet_v2_x1_0", "squeezenet1_0", "mobilenet_v2", "efficientnet_b0", "regnet_y_400mf"]
 SLOW = ["segformer_b0", "yolov4", "densenet121", "convnext_tiny", "vit_b_16", "swin_t"]

@@ -172,16 +172,6 @@ def test_compile_measured_costs_not_yet_on_cuda(tmp_path):
     assert r.returncode == 3
 
 
-def test_cpu_backend_names_an_op_it_cannot_run(tmp_path):
-    # Trilu is an opaque primitive: the CPU backend has no kernel for it yet.
-    p = relu_model(tmp_path / "m.onnx", op="Trilu", dims=(3, 3))
-    for args in (["compile", p, "--cost", "analytic", "-o", tmp_path / "art"],
-                 ["run", p, "--backend", "cpu", "--cost", "analytic", "--random-inputs", "0", "--outputs", tmp_path / "o"]):
-        r = korch(*args)
-        assert_clean_error(r, "the_node", "Trilu", "CPU backend")
-        assert r.returncode == 3
-
-
 def test_bench_needs_model_or_artifact(tmp_path):
     assert_clean_error(korch("bench"), "MODEL", "--artifact")
     assert_clean_error(korch("bench", "--artifact", tmp_path / "nope"), "nope")

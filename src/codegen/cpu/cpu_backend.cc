@@ -11,6 +11,7 @@
 #include "codegen/kernel_signature.h"
 #include "codegen/loop_kernel.h"
 #include "ir/primitive.h"
+#include "ir/text_format.h"
 #include "orchestrate/kernel_cost.h"
 #include "support/code_writer.h"
 
@@ -48,11 +49,18 @@ EmittedKernel emit_cpu_kernel(const Graph& g, const KernelCandidate& c) {
   }
   for (NodeId n : c.nodes) {
     PrimitiveKind kind = primitive_kind(g, g.nodes[static_cast<size_t>(n)]);
-    if (kind == PrimitiveKind::kOpaque || kind == PrimitiveKind::kOperator) {
-      k.reason = fmt::format("{} (node '{}') is {} and has no CPU kernel", g.nodes[static_cast<size_t>(n)].op_type,
+    if (kind != PrimitiveKind::kOpaque && kind != PrimitiveKind::kOperator) continue;
+    if (c.nodes.size() != 1) {  // unfusable_reason() keeps these alone; say so if that changes
+      k.reason = fmt::format("{} (node '{}') is {}: it runs alone", g.nodes[static_cast<size_t>(n)].op_type,
                              g.nodes[static_cast<size_t>(n)].name, primitive_kind_name(kind));
       return k;
     }
+    // No generated code for it: the reference interpreter runs it (cpu_kernel.h).
+    PrintOptions po;
+    po.max_constant_elements = -1;
+    k.recipe.reference_graph = print_graph(kernel_subgraph(g, c), po);
+    k.ok = true;
+    return k;
   }
 
   const int ni = static_cast<int>(k.arg_inputs.size()), no = static_cast<int>(k.outputs.size());

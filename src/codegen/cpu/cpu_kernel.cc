@@ -3,9 +3,12 @@
 #include "codegen/cpu/cpu_compiler.h"
 #include "codegen/cpu/cpu_linear.h"
 #include "ir/dtype.h"
+#include "ir/interpreter.h"
+#include "ir/text_format.h"
 #include "support/error.h"
 
 #include <cstdlib>
+#include <cstring>
 
 namespace korch::cpu {
 
@@ -35,6 +38,7 @@ nlohmann::json CpuKernelRecipe::to_json() const {
   j["outputs"] = nlohmann::json::array();
   for (const auto& t : outputs) j["outputs"].push_back(type_json(t));
   j["scratch_bytes"] = scratch_bytes;
+  if (!reference_graph.empty()) j["reference_graph"] = reference_graph;
   return j;
 }
 
@@ -46,14 +50,27 @@ CpuKernelRecipe CpuKernelRecipe::from_json(const nlohmann::json& j) {
     for (const auto& t : j.at("inputs")) r.inputs.push_back(type_from_json(t));
     for (const auto& t : j.at("outputs")) r.outputs.push_back(type_from_json(t));
     r.scratch_bytes = j.at("scratch_bytes").get<std::vector<int64_t>>();
+    r.reference_graph = j.value("reference_graph", std::string());
     return r;
   } catch (const nlohmann::json::exception& e) {
     fail("malformed kernel recipe: {}", e.what());
   }
 }
 
+struct ReferenceStep {
+  Graph graph;
+};
+
 CpuKernel::CpuKernel(CpuKernelRecipe recipe, std::shared_ptr<KernelLibrary> lib)
     : recipe_(std::move(recipe)), lib_(std::move(lib)) {
+  if (!recipe_.reference_graph.empty()) {
+    reference_ = std::make_unique<ReferenceStep>();
+    reference_->graph = parse_graph(recipe_.reference_graph);
+    if (reference_->graph.inputs.size() != recipe_.inputs.size() ||
+        reference_->graph.outputs.size() != recipe_.outputs.size())
+      fail("reference kernel: its graph has {} inputs / {} outputs, the recipe {} / {}", reference_->graph.inputs.size(),
+           reference_->graph.outputs.size(), recipe_.inputs.size(), recipe_.outputs.size());
+  }
   if (!recipe_.symbol.empty()) {
     if (!lib_) fail("kernel {} needs a kernel library", recipe_.symbol);
     fn_ = reinterpret_cast<LoopFn>(lib_->symbol(recipe_.symbol));
@@ -80,6 +97,17 @@ void CpuKernel::run(const void* const* inputs, void* const* outputs) {
   size_t ni = recipe_.inputs.size(), no = recipe_.outputs.size();
   for (size_t i = 0; i < ni; ++i) args_[i] = const_cast<void*>(inputs[i]);
   for (size_t i = 0; i < no; ++i) args_[ni + i] = outputs[i];
+  if (reference_) {
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < ni; ++i) {
+      in.emplace_back(recipe_.inputs[i]);
+      if (in.back().nbytes()) std::memcpy(in.back().raw(), inputs[i], in.back().nbytes());
+    }
+    std::vector<Tensor> out = interpret(reference_->graph, in);
+    for (size_t i = 0; i < no; ++i)
+      if (out[i].nbytes()) std::memcpy(outputs[i], out[i].raw(), out[i].nbytes());
+    return;
+  }
   if (linear_) linear_->run(args_.data());
   if (fn_) fn_(args_.data());
 }

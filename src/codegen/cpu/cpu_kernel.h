@@ -30,6 +30,11 @@ struct CpuKernelRecipe {
   std::vector<TensorType> inputs;       // argument inputs
   std::vector<TensorType> outputs;
   std::vector<int64_t> scratch_bytes;   // scratch buffers, after the outputs in `args`
+  // An opaque primitive (TopK, LSTM, GridSample, ...) or an operator fission keeps whole has no
+  // generated code: it runs in the reference interpreter. This is its one-node graph in the IR
+  // text form (kernel_subgraph: graph inputs = argument inputs, outputs = kernel outputs), so a
+  // model with such an op still compiles and runs, at reference speed for that op.
+  std::string reference_graph;
 
   nlohmann::json to_json() const;
   static CpuKernelRecipe from_json(const nlohmann::json& j);  // throws korch::Error
@@ -37,6 +42,7 @@ struct CpuKernelRecipe {
 
 class KernelLibrary;
 class LinearStep;
+struct ReferenceStep;
 
 // A runnable kernel: resolves its symbol in `lib`, builds its linear step, owns its scratch.
 class CpuKernel {
@@ -57,6 +63,7 @@ class CpuKernel {
   std::shared_ptr<KernelLibrary> lib_;
   LoopFn fn_ = nullptr;
   std::unique_ptr<LinearStep> linear_;
+  std::unique_ptr<ReferenceStep> reference_;
   struct FreeDeleter { void operator()(void* p) const; };
   std::vector<std::unique_ptr<void, FreeDeleter>> scratch_;
   std::vector<void*> args_;
