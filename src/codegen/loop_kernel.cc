@@ -363,7 +363,7 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
       const Node& n = g.nodes[static_cast<size_t>(id)];
       const PrimitiveKind kind = primitive_kind(g, n);
       if (kind == PrimitiveKind::kLinear || kind == PrimitiveKind::kOpaque || kind == PrimitiveKind::kOperator)
-        unsupported(fmt::format("{} is a {} primitive, not a loop primitive", node_ref(n), primitive_kind_name(kind)));
+        unsupported(fmt::format("{} is not a loop primitive (it is {})", node_ref(n), primitive_kind_name(kind)));
       if (!supported_ops().count(n.op_type)) unsupported(fmt::format("{} has no CPU loop emitter", node_ref(n)));
       for (ValueId v : n.outputs)
         if (v != kNoValue) {
