@@ -24,7 +24,6 @@ namespace korch {
 namespace loop {
 namespace {
 
-constexpr int64_t kWideSumCount = 512;  // f32 sums over at least this many elements accumulate in f64
 
 const std::set<std::string>& supported_ops() {
   static const std::set<std::string> s = {
@@ -317,9 +316,10 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
     }
     Reduction& rd = b.stage().reduction;
     rd.combiner = comb;
-    // Long f32 sums accumulate in f64, like the reference: a sum that cancels to near zero (a
-    // mean of centred values) keeps its relative accuracy.
-    const bool wide = xdt == DType::kFloat32 && comb == Combiner::kSum && count >= kWideSumCount;
+    // f32 sums accumulate in f64, like the reference: a sum that cancels to near zero (a mean of
+    // centred values before 1/sqrt, x / sum(x)) keeps its relative accuracy. It costs nothing
+    // measurable (softmax f32[12,197,197]: 0.52 ms either way, one thread).
+    const bool wide = xdt == DType::kFloat32 && comb == Combiner::kSum && count >= 2;
     const DType adt = wide ? DType::kFloat64 : xdt;
     rd.acc_dtype = adt;
     rd.select_last = select_last;
@@ -363,7 +363,7 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
       const Node& n = g.nodes[static_cast<size_t>(id)];
       const PrimitiveKind kind = primitive_kind(g, n);
       if (kind == PrimitiveKind::kLinear || kind == PrimitiveKind::kOpaque || kind == PrimitiveKind::kOperator)
-        unsupported(fmt::format("{} is a {} primitive, not a loop primitive", node_ref(n), primitive_kind_name(kind)));
+        unsupported(fmt::format("{} is not a loop primitive (it is {})", node_ref(n), primitive_kind_name(kind)));
       if (!supported_ops().count(n.op_type)) unsupported(fmt::format("{} has no CPU loop emitter", node_ref(n)));
       for (ValueId v : n.outputs)
         if (v != kNoValue) {
