@@ -96,7 +96,9 @@ class DnnlLinearStep final : public LinearStep {
 
  private:
   void build(const json& d);
-  void bind(int arg, int slot, const memory::desc& plain, const memory::desc& chosen, bool output, bool once);
+  // `user`: the layout at args[slot]; `chosen`: the primitive's (an owned buffer + reorder if
+  // they differ). `once`: a constant input, reordered on its first run only.
+  void bind(int arg, int slot, const memory::desc& user, const memory::desc& chosen, bool output, bool once);
 
   dnnl::primitive_desc pd_;
   dnnl::primitive prim_;
@@ -117,15 +119,15 @@ bool is_per_channel(const memory::dims& operand, const memory::dims& dst, size_t
 
 DnnlLinearStep::DnnlLinearStep(const json& d) : stream_(cpu_engine()) { build(d); }
 
-void DnnlLinearStep::bind(int arg, int slot, const memory::desc& plain, const memory::desc& chosen, bool output,
+void DnnlLinearStep::bind(int arg, int slot, const memory::desc& user, const memory::desc& chosen, bool output,
                           bool once) {
   Binding b;
   b.arg = arg;
   b.slot = slot;
   b.output = output;
   b.once = once;
-  b.user = memory(plain, cpu_engine(), DNNL_MEMORY_NONE);
-  if (chosen != plain) {
+  b.user = memory(user, cpu_engine(), DNNL_MEMORY_NONE);
+  if (chosen != user) {
     b.inner = memory(chosen, cpu_engine());
     b.reorder = output ? dnnl::reorder(b.inner, b.user) : dnnl::reorder(b.user, b.inner);
   }
@@ -142,8 +144,15 @@ void DnnlLinearStep::build(const json& d) {
       std::any_of(slots.begin(), slots.end(), [](int s) { return s < 0; }))
     fail("linear step description has unfilled operand_slots/result_slot");
   const memory::dims src = dims_of(d.at("src_dims")), wei = dims_of(d.at("weights_dims")), dst = dims_of(d.at("dst_dims"));
-  const bool conv = op == "Conv";
+  const bool deconv = op == "ConvTranspose";
+  const bool conv = op == "Conv" || deconv;  // channels at dim 1, `conv` attributes
   if (!conv && op != "MatMul") fail_unsupported("linear step: unknown op '{}'", op);
+  // User memory: row-major unless the description gives strides (a transposed view).
+  auto user_desc = [&](const char* role, const memory::dims& dims) {
+    const std::string key = std::string(role) + "_strides";
+    return d.contains(key) ? memory::desc(dims, dt::f32, dims_of(d.at(key))) : plain_desc(dims);
+  };
+  const memory::desc src_user = user_desc("src", src), wei_user = user_desc("weights", wei);
   const bool weights_const = operands.at(1).at("constant").get<bool>();
   const std::string format = d.value("format", "auto");
   if (format != "auto" && format != "blocked" && format != "plain") fail("linear step: unknown format '{}'", format);
@@ -196,8 +205,10 @@ void DnnlLinearStep::build(const json& d) {
     return attr;
   };
 
-  const memory::desc src_md = blocked ? any_desc(src) : plain_desc(src);
-  const memory::desc wei_md = weights_const ? any_desc(wei) : plain_desc(wei);
+  // MatMul reads strided activations in place unless oneDNN then falls back to its reference
+  // kernel (many times slower than a reorder to row-major per run): see the retry below.
+  memory::desc src_md = blocked ? any_desc(src) : src_user;
+  memory::desc wei_md = weights_const ? any_desc(wei) : wei_user;
   const memory::desc dst_md = blocked ? any_desc(dst) : plain_desc(dst);
   memory::desc bias_md;
   if (bias_operand >= 0) {
@@ -210,11 +221,18 @@ void DnnlLinearStep::build(const json& d) {
       const json& c = d.at("conv");
       auto strides = dims_of(c.at("strides")), dil = dims_of(c.at("dilations"));
       auto pl = dims_of(c.at("pads_begin")), pr = dims_of(c.at("pads_end"));
+      const auto inference = dnnl::prop_kind::forward_inference;
+      if (deconv) {
+        const auto alg = dnnl::algorithm::deconvolution_direct;
+        auto dd = bias_operand >= 0
+            ? dnnl::deconvolution_forward::desc(inference, alg, src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
+            : dnnl::deconvolution_forward::desc(inference, alg, src_md, wei_md, dst_md, strides, dil, pl, pr);
+        return dnnl::deconvolution_forward::primitive_desc(dd, attr, cpu_engine());
+      }
+      const auto alg = dnnl::algorithm::convolution_direct;
       auto cd = bias_operand >= 0
-          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                            src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
-          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                            src_md, wei_md, dst_md, strides, dil, pl, pr);
+          ? dnnl::convolution_forward::desc(inference, alg, src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
+          : dnnl::convolution_forward::desc(inference, alg, src_md, wei_md, dst_md, strides, dil, pl, pr);
       return dnnl::convolution_forward::primitive_desc(cd, attr, cpu_engine());
     }
     auto md = bias_operand >= 0 ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
@@ -230,6 +248,12 @@ void DnnlLinearStep::build(const json& d) {
     if (blocked && has_full)  // the layout the kernel picks for dst without post-ops
       full_md = make_pd(make_attr(full_md, false)).query_md(dnnl::query::dst_md, 0);
     pd_ = make_pd(make_attr(full_md, true));
+    const bool strided = src_md != plain_desc(src) || wei_md != plain_desc(wei);
+    if (!conv && strided && std::string(pd_.impl_info_str()).find("ref") != std::string::npos) {
+      src_md = plain_desc(src);
+      if (!weights_const) wei_md = plain_desc(wei);
+      pd_ = make_pd(make_attr(full_md, true));
+    }
     prim_ = dnnl::primitive(pd_);
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN cannot create the {} primitive ({}): {}", op, e.what(), d.dump());
@@ -237,8 +261,8 @@ void DnnlLinearStep::build(const json& d) {
   const memory::desc src_chosen = pd_.query_md(dnnl::query::src_md, 0);
   const memory::desc wei_chosen = pd_.query_md(dnnl::query::weights_md, 0);
   const memory::desc dst_chosen = pd_.query_md(dnnl::query::dst_md, 0);
-  bind(DNNL_ARG_SRC, slots[0], plain_desc(src), src_chosen, false, false);
-  bind(DNNL_ARG_WEIGHTS, slots[1], plain_desc(wei), wei_chosen, false, weights_const);
+  bind(DNNL_ARG_SRC, slots[0], src_user, src_chosen, false, false);
+  bind(DNNL_ARG_WEIGHTS, slots[1], wei_user, wei_chosen, false, weights_const);
   if (bias_operand >= 0) bind(DNNL_ARG_BIAS, slots[static_cast<size_t>(bias_operand)], bias_md, bias_md, false, false);
   for (auto [index, k] : binary_args) {
     const memory::desc md = plain_desc(operand_dims(k));
