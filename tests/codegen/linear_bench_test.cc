@@ -1,7 +1,7 @@
 // Timing of the linear step on model shapes: plain (NCHW) vs blocked (oneDNN's choice + reorders)
 // src/dst layouts for Conv, and GFLOP/s. Not a test: disabled, run by hand with
-//   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive build/tests/korch_linear_tests --gtest_also_run_disabled_tests \
-//       --gtest_filter='*LinearBench*'
+//   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive build/tests/korch_linear_tests
+//       --gtest_also_run_disabled_tests --gtest_filter='*LinearBench*'
 // It prints one line per shape and format: median of 30 runs after 5 warm-up runs, wall and
 // process CPU time (run with OMP_WAIT_POLICY=passive so that idle threads do not spin); GF/s
 // are per CPU-second (the work's efficiency, which the other processes on a shared machine do
@@ -113,6 +113,16 @@ TEST(LinearBench, DISABLED_ConvPlainVsBlocked) {
       {"resnet50 1x1 64->256 56x56", {1, 64, 56, 56}, {256, 64, 1, 1}, 1, 0, 1},
       {"mnv2 1x1 24->144 56x56", {1, 24, 56, 56}, {144, 24, 1, 1}, 1, 0, 1},
       {"mnv2 1x1 960->160 7x7", {1, 960, 7, 7}, {160, 960, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 160->960 7x7", {1, 160, 7, 7}, {960, 160, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 320->1280 7x7", {1, 320, 7, 7}, {1280, 320, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 64->384 14x14", {1, 64, 14, 14}, {384, 64, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 384->64 14x14", {1, 384, 14, 14}, {64, 384, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 576->96 14x14", {1, 576, 14, 14}, {96, 576, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 32->192 28x28", {1, 32, 28, 28}, {192, 32, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 192->32 28x28", {1, 192, 28, 28}, {32, 192, 1, 1}, 1, 0, 1},
+      {"resnet50 1x1 1024->256 14", {1, 1024, 14, 14}, {256, 1024, 1, 1}, 1, 0, 1},
+      {"resnet50 1x1 512->2048 7", {1, 512, 7, 7}, {2048, 512, 1, 1}, 1, 0, 1},
+      {"resnet18 1x1 s2 256->512", {1, 256, 14, 14}, {512, 256, 1, 1}, 2, 0, 1},
       {"mnv2 dw3x3 32c 112x112", {1, 32, 112, 112}, {32, 1, 3, 3}, 1, 1, 32},
       {"mnv2 dw3x3 144c 56x56", {1, 144, 56, 56}, {144, 1, 3, 3}, 1, 1, 144},
       {"mnv2 dw3x3 s2 96c 112", {1, 96, 112, 112}, {96, 1, 3, 3}, 2, 1, 96},

@@ -2,7 +2,7 @@
 // kernel would typically carry (the single-consumer chain of elementwise/broadcast nodes, plus
 // the Expand nodes of constants feeding it) is matched, run and compared with the interpreter.
 // Needs model files, so it runs only when KORCH_LINEAR_MODELS names them (comma-separated):
-//   KORCH_LINEAR_MODELS=/work/main/.cache/models/resnet18.onnx,... OMP_NUM_THREADS=2 \
+//   KORCH_LINEAR_MODELS=/work/main/.cache/models/resnet18.onnx,... OMP_NUM_THREADS=2
 //       build/tests/korch_linear_tests --gtest_filter='LinearModels*'
 // It prints, per model, the linear nodes matched, the post-ops absorbed, the oneDNN kernels used
 // and the reasons for nodes it could not match.

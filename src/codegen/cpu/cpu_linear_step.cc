@@ -1,19 +1,21 @@
-// LinearStep: one oneDNN 2.6 primitive (convolution_forward or matmul) with post-ops, created
-// from the JSON description that match_linear writes (cpu_linear_match.cc documents the fields).
+// LinearStep: one oneDNN 2.6 primitive (convolution, deconvolution or matmul) with post-ops,
+// created from the JSON description that match_linear writes (cpu_linear_match.cc documents it).
 //
-// User memory is plain row-major at args[slot]. Each primitive argument is a Binding: a oneDNN
-// memory over the user pointer (handle set per run) and, when the primitive chose another layout,
-// an owned buffer plus a reorder. Constant weights are reordered on the first run only (their
-// pointer and contents never change; a new pointer is reordered again, to stay correct).
+// User memory is at args[slot], row-major unless the description gives strides. Each primitive
+// argument is a Binding: a oneDNN memory over the user pointer (handle set per run) and, when the
+// primitive chose another layout, an owned buffer plus a reorder. Constant weights are reordered
+// on the first run only (their pointer and contents never change; a new pointer is reordered
+// again, to stay correct).
 //
-// Layout rule for Conv src/dst ("format" in the description): "auto" and "blocked" let oneDNN
-// choose (format_tag::any: NHWC for brgconv, nChw4c/16c for grouped jit kernels) and reorder the
-// plain user tensors in and out; "plain" runs on NCHW directly, which oneDNN 2.6 serves with its
-// im2col + gemm convolution. Blocked wins on every shape measured, reorders included (AMD EPYC
-// avx512_core, 1 thread, CPU-time medians, tests/codegen/linear_bench_test.cc):
-//   resnet18 3x3 64c 56x56 4.27 -> 2.26 ms, 1x1 64->256 56x56 5.50 -> 2.12, mobilenet_v2
-//   depthwise 144c 56x56 4.05 -> 0.90, stem 7x7 s2 8.05 -> 2.82, candy 9x9 3->32 21.9 -> 8.6,
-//   resnext grouped 4.31 -> 1.05, 1x1 960->160 7x7 (the closest) 0.218 -> 0.194.
+// Layout of Conv src/dst ("format" in the description): "blocked" lets oneDNN choose
+// (format_tag::any: NHWC for brgconv, nChw4c/16c for grouped jit kernels) and reorders the user
+// tensors in and out; "plain" runs on NCHW directly, which oneDNN 2.6 serves with its im2col +
+// gemm convolution. "auto" is blocked except for plain_is_faster(). Measured on this machine
+// (AMD EPYC, avx512_core; tests/codegen/linear_bench_test.cc, 2 threads, CPU-time medians,
+// reorders included), plain -> blocked:
+//   resnet18 3x3 64c 56x56 4.29 -> 2.35 ms, 1x1 64->256 56x56 5.45 -> 1.88, mobilenet_v2
+//   depthwise 144c 56x56 4.03 -> 0.94, stem 7x7 s2 7.95 -> 2.63, candy 9x9 3->32 21.5 -> 8.3,
+//   resnext grouped 3x3 4.14 -> 0.93.
 // "plain" stays selectable for the profiler. MatMul always runs on plain src/dst (what oneDNN
 // picks anyway) with `any` weights when they are constant (blocked once, e.g. ba16a64b).
 #include "codegen/cpu/cpu_linear.h"
@@ -117,6 +119,26 @@ bool is_per_channel(const memory::dims& operand, const memory::dims& dst, size_t
   return dst[channel_dim] > 1;
 }
 
+// The "auto" layout rule's one exception to blocked: a channel-reducing 1x1 convolution (IC >= 4
+// OC, stride 1, no padding) on at most 28x28 pixels is one sgemm on NCHW, and the reorders around
+// a blocked kernel cost more than it saves there. 2 threads, wall medians, plain vs blocked (ms):
+// 384->64 14x14 0.122 vs 0.142, 576->96 14x14 0.243 vs 0.292, 192->32 28x28 0.127 vs 0.201,
+// 1024->256 14x14 0.609 vs 0.703; but 256->64 at 56x56 1.08 vs 0.86 and expanding 1x1 convs
+// (64->384 14x14 0.377 vs 0.170) go blocked.
+bool plain_is_faster(const json& d) {
+  if (d.at("op") != "Conv") return false;
+  const json& c = d.at("conv");
+  const auto src = dims_of(d.at("src_dims")), wei = dims_of(d.at("weights_dims")), dst = dims_of(d.at("dst_dims"));
+  if (c.at("group").get<int64_t>() != 1) return false;
+  int64_t pixels = 1;
+  for (size_t i = 2; i < dst.size(); ++i) {
+    if (wei[i] != 1 || c.at("strides")[i - 2] != 1 || c.at("pads_begin")[i - 2] != 0 || c.at("pads_end")[i - 2] != 0)
+      return false;
+    pixels *= dst[i];
+  }
+  return src[1] >= 4 * dst[1] && pixels <= 28 * 28;
+}
+
 DnnlLinearStep::DnnlLinearStep(const json& d) : stream_(cpu_engine()) { build(d); }
 
 void DnnlLinearStep::bind(int arg, int slot, const memory::desc& user, const memory::desc& chosen, bool output,
@@ -156,7 +178,7 @@ void DnnlLinearStep::build(const json& d) {
   const bool weights_const = operands.at(1).at("constant").get<bool>();
   const std::string format = d.value("format", "auto");
   if (format != "auto" && format != "blocked" && format != "plain") fail("linear step: unknown format '{}'", format);
-  const bool blocked = conv && format != "plain";
+  const bool blocked = conv && (format == "blocked" || (format == "auto" && !plain_is_faster(d)));
 
   // Post-ops; a first binary Add of a per-channel operand becomes the primitive's own bias.
   const json& ops = d.at("post_ops");
