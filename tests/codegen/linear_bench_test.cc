@@ -1,10 +1,12 @@
 // Timing of the linear step on model shapes: plain (NCHW) vs blocked (oneDNN's choice + reorders)
 // src/dst layouts for Conv, and GFLOP/s. Not a test: disabled, run by hand with
-//   OMP_NUM_THREADS=2 build/tests/korch_linear_tests --gtest_also_run_disabled_tests \
-//       --gtest_filter='*LinearBench*'
-// It prints one line per shape and format: median of 30 runs after 5 warm-up runs.
+//   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive build/tests/korch_linear_tests
+//       --gtest_also_run_disabled_tests --gtest_filter='*LinearBench*'
+// It prints one line per shape and format: median of 30 runs after 5 warm-up runs, wall and
+// process CPU time (run with OMP_WAIT_POLICY=passive so that idle threads do not spin); GF/s
+// are per CPU-second (the work's efficiency, which the other processes on a shared machine do
+// not distort; with N idle cores the wall time approaches cpu / N).
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -100,7 +102,6 @@ struct ConvShape {
 };
 
 TEST(LinearBench, DISABLED_ConvPlainVsBlocked) {
-  omp_set_num_threads(2);
   const ConvShape shapes[] = {
       {"resnet18 3x3 64c 56x56", {1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, 1},
       {"resnet18 3x3 128c 28x28", {1, 128, 28, 28}, {128, 128, 3, 3}, 1, 1, 1},
@@ -112,6 +113,16 @@ TEST(LinearBench, DISABLED_ConvPlainVsBlocked) {
       {"resnet50 1x1 64->256 56x56", {1, 64, 56, 56}, {256, 64, 1, 1}, 1, 0, 1},
       {"mnv2 1x1 24->144 56x56", {1, 24, 56, 56}, {144, 24, 1, 1}, 1, 0, 1},
       {"mnv2 1x1 960->160 7x7", {1, 960, 7, 7}, {160, 960, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 160->960 7x7", {1, 160, 7, 7}, {960, 160, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 320->1280 7x7", {1, 320, 7, 7}, {1280, 320, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 64->384 14x14", {1, 64, 14, 14}, {384, 64, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 384->64 14x14", {1, 384, 14, 14}, {64, 384, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 576->96 14x14", {1, 576, 14, 14}, {96, 576, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 32->192 28x28", {1, 32, 28, 28}, {192, 32, 1, 1}, 1, 0, 1},
+      {"mnv2 1x1 192->32 28x28", {1, 192, 28, 28}, {32, 192, 1, 1}, 1, 0, 1},
+      {"resnet50 1x1 1024->256 14", {1, 1024, 14, 14}, {256, 1024, 1, 1}, 1, 0, 1},
+      {"resnet50 1x1 512->2048 7", {1, 512, 7, 7}, {2048, 512, 1, 1}, 1, 0, 1},
+      {"resnet18 1x1 s2 256->512", {1, 256, 14, 14}, {512, 256, 1, 1}, 2, 0, 1},
       {"mnv2 dw3x3 32c 112x112", {1, 32, 112, 112}, {32, 1, 3, 3}, 1, 1, 32},
       {"mnv2 dw3x3 144c 56x56", {1, 144, 56, 56}, {144, 1, 3, 3}, 1, 1, 144},
       {"mnv2 dw3x3 s2 96c 112", {1, 96, 112, 112}, {96, 1, 3, 3}, 2, 1, 96},
@@ -125,7 +136,7 @@ TEST(LinearBench, DISABLED_ConvPlainVsBlocked) {
       {"resnext 3x3 g32 128c 56", {1, 128, 56, 56}, {128, 4, 3, 3}, 1, 1, 32},
   };
   std::printf("%-28s %9s %9s %9s %9s %8s %8s  %s | %s\n", "shape", "plain ms", "block ms", "plain cpu", "block cpu",
-              "GF/s P", "GF/s B", "plain impl", "blocked impl");
+              "GF/cpu-s P", "GF/cpu-s B", "plain impl", "blocked impl");
   for (const ConvShape& s : shapes) {
     double flops = 0;
     std::vector<Prepared> ps;
@@ -139,14 +150,13 @@ TEST(LinearBench, DISABLED_ConvPlainVsBlocked) {
     }
     std::vector<Timing> t = time_interleaved(ps);
     std::printf("%-28s %9.3f %9.3f %9.3f %9.3f %8.1f %8.1f  %s | %s\n", s.name, t[0].ms, t[1].ms, t[0].cpu_ms, t[1].cpu_ms,
-                flops / t[0].ms * 1e-6, flops / t[1].ms * 1e-6, t[0].impl.c_str(), t[1].impl.c_str());
+                flops / t[0].cpu_ms * 1e-6, flops / t[1].cpu_ms * 1e-6, t[0].impl.c_str(), t[1].impl.c_str());
   }
 }
 
 // Epilogue cost: the same conv with bias+Relu, + a residual Add (full-tensor binary post-op), and
 // + SiLU, blocked.
 TEST(LinearBench, DISABLED_ConvEpilogues) {
-  omp_set_num_threads(2);
   for (int c : {64, 256}) {
     const int64_t hw = c == 64 ? 56 : 14;
     std::vector<Prepared> ps;
@@ -227,7 +237,6 @@ TEST(LinearBench, DISABLED_EltwiseImpls) {
 }
 
 TEST(LinearBench, DISABLED_MatMul) {
-  omp_set_num_threads(2);
   struct MM { const char* name; Shape a, b; bool const_b; };
   const MM shapes[] = {
       {"vit mlp1 197x768 x 768x3072", {1, 197, 768}, {768, 3072}, true},
@@ -238,6 +247,20 @@ TEST(LinearBench, DISABLED_MatMul) {
       {"bert 128x768 x 768x768", {128, 768}, {768, 768}, true},
       {"vit mlp2 + bias + residual", {1, 197, 3072}, {3072, 768}, true},
   };
+  for (int e = 0; e < 2; ++e) {  // maxvit_t's Einsum attention, 1x64x2 windows of 49 tokens
+    Builder b;
+    ValueId y = e == 0 ? b.op("Einsum", {b.input({1, 64, 2, 49, 32}), b.input({1, 64, 2, 49, 32})}, [] {
+      Attributes a; a.set("equation", std::string("BGHID,BGHJD->BGHIJ")); return a; }())
+                       : b.op("Einsum", {b.input({1, 64, 2, 49, 49}), b.input({1, 64, 2, 49, 32})}, [] {
+      Attributes a; a.set("equation", std::string("BGHIJ,BGHJD->BGHID")); return a; }());
+    (void)y;
+    std::vector<Prepared> ps;
+    ps.push_back(prepare(b, "auto"));
+    Timing t = time_interleaved(ps)[0];
+    const double flops = 2.0 * 64 * 2 * 49 * 49 * 32;
+    std::printf("%-34s %8.3f ms %8.3f cpu-ms %8.1f GF/cpu-s  %s\n", e == 0 ? "maxvit einsum q.k^T" : "maxvit einsum attn.v",
+                t.ms, t.cpu_ms, flops / t.cpu_ms * 1e-6, t.impl.c_str());
+  }
   for (const MM& s : shapes) {
     Builder b;
     ValueId y = b.op("MatMul", {b.input(s.a), s.const_b ? b.weight(s.b) : b.input(s.b)});
@@ -248,7 +271,8 @@ TEST(LinearBench, DISABLED_MatMul) {
     ps.push_back(prepare(b, "auto"));
     Timing t = time_interleaved(ps)[0];
     double flops = 2.0 * static_cast<double>(shape_numel(ys)) * static_cast<double>(s.a.back());
-    std::printf("%-34s %8.3f ms %8.3f cpu-ms %8.1f GF/s  %s\n", s.name, t.ms, t.cpu_ms, flops / t.ms * 1e-6, t.impl.c_str());
+    std::printf("%-34s %8.3f ms %8.3f cpu-ms %8.1f GF/cpu-s  %s\n", s.name, t.ms, t.cpu_ms, flops / t.cpu_ms * 1e-6,
+                t.impl.c_str());
   }
 }
 

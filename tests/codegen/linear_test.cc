@@ -388,10 +388,89 @@ TEST(LinearMatMul, ResidualAndBiasBatched) {
   run_case(b2, {0, false});
 }
 
+TEST(LinearConvTranspose, UnetShapes) {
+  for (const char* format : {"plain", "blocked"}) {
+    Builder b;  // unet_small up3: k2 s2
+    ValueId y = b.op("ConvTranspose", {b.input({1, 16, 7, 7}), b.weight({16, 8, 2, 2})}, attrs({{"strides", {2, 2}}}));
+    b.op("Relu", {b.bias(y)});
+    run_case(b, {3, true}, format);
+    Builder b2;  // up2: k3 s2 p1 output_padding 1
+    b2.op("ConvTranspose", {b2.input({1, 8, 9, 9}), b2.weight({8, 4, 3, 3})},
+          attrs({{"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}, {"output_padding", {1, 1}}}));
+    run_case(b2, {0, true}, format);
+  }
+}
+
+TEST(LinearConvTranspose, GroupedDilatedAndSamePad) {
+  Builder b;
+  b.op("ConvTranspose", {b.input({2, 8, 5, 6}), b.weight({8, 3, 3, 3})},
+       attrs({{"strides", {2, 1}}, {"dilations", {1, 2}}, {"pads", {0, 1, 1, 0}}}, 2));
+  run_case(b, {0, true});
+  Builder b2;
+  Attributes a = attrs({{"strides", {2, 2}}});
+  a.set("auto_pad", std::string("SAME_UPPER"));
+  b2.op("ConvTranspose", {b2.input({1, 4, 5, 5}), b2.weight({4, 6, 3, 3})}, a);
+  run_case(b2, {0, true});
+  Builder b3;  // 1-D
+  b3.op("ConvTranspose", {b3.input({1, 4, 10}), b3.weight({4, 6, 4})}, attrs({{"strides", {2}}, {"pads", {1, 1}}}));
+  run_case(b3, {0, true});
+}
+
+Attributes equation(const char* eq) {
+  Attributes a;
+  a.set("equation", std::string(eq));
+  return a;
+}
+
+TEST(LinearEinsum, MaxvitAttention) {
+  Builder b;  // q k^T: K before N in the second operand (a transposed view)
+  ValueId s = b.op("Einsum", {b.input({1, 2, 3, 16, 8}), b.input({1, 2, 3, 16, 8})}, equation("B G H I D, B G H J D -> B G H I J"));
+  b.op("Mul", {s, b.scalar(0.3f)});
+  run_case(b, {1, true});
+  Builder b2;
+  b2.op("Einsum", {b2.input({1, 2, 3, 16, 16}), b2.input({1, 2, 3, 16, 8})}, equation("BGHIJ,BGHJD->BGHID"));
+  run_case(b2, {0, true});
+}
+
+TEST(LinearEinsum, TensorOpsAndTransposedLayouts) {
+  Builder b;
+  ValueId y = b.op("Einsum", {b.input({2, 5, 6}), b.weight({6, 7})}, equation("bnd,de->bne"));
+  b.op("Add", {y, b.expand_const({7}, {2, 5, 7})});
+  run_case(b, {2, true});
+  Builder b2;
+  b2.op("Einsum", {b2.input({2, 5, 7}), b2.input({2, 4, 7})}, equation("bne,bme->bnm"));
+  run_case(b2, {0, true});
+  Builder b3;  // batch label in the middle of A, contracted label first in B
+  b3.op("Einsum", {b3.input({5, 3, 6}), b3.input({6, 3, 4})}, equation("ibk,kbj->bij"));
+  run_case(b3, {0, true});
+  Builder b4;  // matrix-vector: no N label
+  b4.op("Einsum", {b4.input({3, 5, 6}), b4.input({3, 6})}, equation("bik,bk->bi"));
+  run_case(b4, {0, true});
+}
+
+TEST(LinearEinsum, Reasons) {
+  const std::pair<const char*, std::vector<Shape>> cases[] = {
+      {"bij,bjk->bki", {{2, 3, 4}, {2, 4, 5}}},   // output not [batch, M, N]
+      {"ii,ij->ij", {{3, 3}, {3, 4}}},            // diagonal
+      {"...ij,...jk->...ik", {{2, 3, 4}, {2, 4, 5}}},
+      {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}},
+  };
+  for (const auto& [eq, shapes] : cases) {
+    Builder b;
+    std::vector<ValueId> in;
+    for (const Shape& s : shapes) in.push_back(b.input(s));
+    b.op("Einsum", in, equation(eq));
+    auto m = match_linear(b.g, {0}, {b.g.nodes[0].outputs[0]});
+    EXPECT_FALSE(m.ok) << eq;
+    EXPECT_NE(m.reason.find("Einsum"), std::string::npos) << m.reason;
+  }
+}
+
 TEST(LinearMatch, Reasons) {
   {
-    Builder b;
-    b.op("ConvTranspose", {b.input({1, 4, 5, 5}), b.weight({4, 2, 3, 3})});
+    Builder b;  // an output padding larger than the end padding: oneDNN has no negative padding
+    b.op("ConvTranspose", {b.input({1, 4, 5, 5}), b.weight({4, 2, 3, 3})},
+         attrs({{"strides", {2, 2}}, {"output_padding", {1, 1}}}));
     KernelCandidate c = make_candidate(b.g, {0}, false);
     auto m = match_linear(b.g, c.nodes, c.outputs);
     EXPECT_FALSE(m.ok);

@@ -13,15 +13,16 @@
 // intermediate written nowhere cannot be read by anyone else). SiLU, Mul(v, Sigmoid(v)), is the
 // one two-reader pattern recognised (eltwise_swish).
 //
-// Description (all dims are oneDNN dims, plain row-major at the user pointers):
-//   op            "Conv" | "MatMul"
-//   src_dims, weights_dims, dst_dims
-//   conv          {strides, dilations (oneDNN: d-1), pads_begin, pads_end, group}   (Conv only)
+// Description (all dims are oneDNN dims; user memory is row-major unless strides are given):
+//   op            "Conv" | "ConvTranspose" | "MatMul" (Einsum runs as a strided MatMul)
+//   src_dims, weights_dims, dst_dims, [src_strides], [weights_strides]
+//   conv          {strides, dilations (oneDNN: d-1), pads_begin, pads_end, group}   (Conv-like)
 //   operands      [{role: src|weights|binary, dims, constant}]  (desc order = LinearMatch::operands)
 //   post_ops      [{type: eltwise, alg, alpha, beta} | {type: binary, alg, operand}]
-//   format        "auto" | "plain" | "blocked": layouts of src/dst for Conv (the profiler may try
-//                 both; auto applies the measured rule in cpu_linear_step.cc)
+//   format        "auto" | "plain" | "blocked": layouts of src/dst for Conv-like ops (the
+//                 profiler may try both; auto = blocked, see cpu_linear_step.cc)
 //   operand_slots, result_slot   -1 here; args[] positions filled by the caller
+// Geometry per op: cpu_linear_geometry.cc.
 #include "codegen/cpu/cpu_linear.h"
 
 #include <fmt/format.h>
@@ -31,6 +32,7 @@
 #include <limits>
 #include <optional>
 
+#include "codegen/cpu/cpu_linear_internal.h"
 #include "ir/primitive.h"
 
 namespace korch::cpu {
@@ -62,8 +64,6 @@ class Matcher {
   // Kernel nodes reading v, one entry per read.
   std::vector<NodeId> readers(ValueId v) const;
 
-  std::string match_conv(const Node& n, json& d);
-  std::string match_matmul(const Node& n, json& d);
   // Tries to express `n` (reading chain value r) as post-ops; false: the chain stops here.
   bool extend(const Node& n, NodeId id, ValueId r);
   bool eltwise(const Node& n, json& ops);
@@ -78,11 +78,7 @@ class Matcher {
   const Graph& g_;
   const std::vector<NodeId>& nodes_;
   const std::vector<ValueId>& outputs_;
-  Shape onnx_out_;   // the linear output's ONNX shape (the chain keeps it)
-  Shape dnnl_dst_;   // the same memory as oneDNN dims
-  bool conv_ = false;
-  bool matmul_rows_collapsed_ = false;  // MatMul [b..,M,K] x [K,N] as [b..*M, K] x [K, N]
-  bool matmul_vector_ = false;          // a 1-D MatMul operand: ONNX out drops a unit dim
+  linear_detail::LinearGeometry geo_;  // of the linear node; the chain keeps its output shape
   Chain chain_;
 };
 
@@ -105,114 +101,21 @@ std::optional<double> Matcher::scalar_value(ValueId v) const {
   return val.constant->get_as_double(0);
 }
 
-std::string Matcher::match_conv(const Node& n, json& d) {
-  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) return "Conv with a bias input (fission splits it off)";
-  const Shape& x = g_.type(n.inputs[0]).shape;
-  const Shape& w = g_.type(n.inputs[1]).shape;
-  const Shape& y = g_.type(n.outputs[0]).shape;
-  const size_t rank = x.size();
-  if (rank < 3 || rank > 5) return fmt::format("Conv with input rank {} (oneDNN: 1-D to 3-D)", rank);
-  const size_t ns = rank - 2;
-  const int64_t group = n.attrs.get_int("group", 1);
-  if (w.size() != rank || y.size() != rank || group < 1 || x[1] % group != 0 || w[0] % group != 0)
-    return "Conv with inconsistent shapes";
-  auto ints = [&](const char* name, int64_t def, size_t count) {
-    std::vector<int64_t> v = n.attrs.get_ints(name, std::vector<int64_t>(count, def));
-    return v;
-  };
-  std::vector<int64_t> strides = ints("strides", 1, ns), dil = ints("dilations", 1, ns), pads = ints("pads", 0, 2 * ns);
-  if (strides.size() != ns || dil.size() != ns || pads.size() != 2 * ns) return "Conv with malformed strides/dilations/pads";
-  std::string ap = n.attrs.get_string("auto_pad", "NOTSET");
-  std::vector<int64_t> pb(ns), pe(ns), dd(ns);
-  for (size_t i = 0; i < ns; ++i) {
-    const int64_t in = x[2 + i], k = w[2 + i], s = strides[i], ek = (k - 1) * dil[i] + 1;
-    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      const int64_t out = (in + s - 1) / s, total = std::max<int64_t>(0, (out - 1) * s + ek - in);
-      pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pe[i] = total - pb[i];
-    } else if (ap == "VALID") {
-      pb[i] = pe[i] = 0;
-    } else if (ap == "NOTSET" || ap.empty()) {
-      pb[i] = pads[i];
-      pe[i] = pads[ns + i];
-    } else {
-      return fmt::format("Conv auto_pad '{}'", ap);
-    }
-    dd[i] = dil[i] - 1;
-    if ((in + pb[i] + pe[i] - ek) / s + 1 != y[2 + i]) return "Conv output shape does not match its attributes";
-  }
-  Shape wd = w;
-  if (group > 1) {  // oneDNN grouped weights [G, O/G, I/G, k...]: the same memory as ONNX [O, I/G, k...]
-    wd = {group, w[0] / group};
-    wd.insert(wd.end(), w.begin() + 1, w.end());
-  }
-  d["src_dims"] = x;
-  d["weights_dims"] = wd;
-  d["dst_dims"] = y;
-  d["conv"] = {{"strides", strides}, {"dilations", dd}, {"pads_begin", pb}, {"pads_end", pe}, {"group", group}};
-  onnx_out_ = y;
-  dnnl_dst_ = y;
-  conv_ = true;
-  add_operand(n.inputs[0], "src", x);
-  add_operand(n.inputs[1], "weights", wd);
-  return "";
-}
-
-std::string Matcher::match_matmul(const Node& n, json& d) {
-  Shape a = g_.type(n.inputs[0]).shape, b = g_.type(n.inputs[1]).shape;
-  if (a.empty() || b.empty()) return "MatMul with a scalar operand";
-  matmul_vector_ = a.size() == 1 || b.size() == 1;
-  if (a.size() == 1) a.insert(a.begin(), 1);
-  if (b.size() == 1) b.push_back(1);
-  const size_t r = std::max(a.size(), b.size());
-  if (r > 12) return fmt::format("MatMul of rank {} (oneDNN: at most 12)", r);
-  a.insert(a.begin(), r - a.size(), 1);
-  b.insert(b.begin(), r - b.size(), 1);
-  Shape dst(r);
-  bool b_batch_unit = true;
-  for (size_t i = 0; i + 2 < r; ++i) {
-    if (a[i] != b[i] && a[i] != 1 && b[i] != 1) return "MatMul batch dims do not broadcast";
-    dst[i] = std::max(a[i], b[i]);
-    b_batch_unit &= b[i] == 1;
-  }
-  dst[r - 2] = a[r - 2];
-  dst[r - 1] = b[r - 1];
-  if (a[r - 1] != b[r - 2]) return "MatMul inner dims differ";
-  // Weights without batch dims (every Linear layer): one 2-D GEMM over all rows is what oneDNN
-  // runs fastest, and it is the same memory.
-  if (b_batch_unit && r > 2) {
-    int64_t rows = 1;
-    for (size_t i = 0; i + 1 < r; ++i) rows *= a[i];
-    a = {rows, a[r - 1]};
-    b = {b[r - 2], b[r - 1]};
-    dst = {rows, dst[r - 1]};
-    matmul_rows_collapsed_ = true;
-  }
-  d["src_dims"] = a;
-  d["weights_dims"] = b;
-  d["dst_dims"] = dst;
-  onnx_out_ = g_.type(n.outputs[0]).shape;
-  dnnl_dst_ = dst;
-  add_operand(n.inputs[0], "src", a);
-  add_operand(n.inputs[1], "weights", b);
-  return "";
-}
-
 std::optional<Shape> Matcher::dnnl_dims(const Shape& operand) const {
-  if (operand.size() > onnx_out_.size()) return std::nullopt;
-  Shape s(onnx_out_.size() - operand.size(), 1);
+  if (operand.size() > geo_.onnx_out.size()) return std::nullopt;
+  Shape s(geo_.onnx_out.size() - operand.size(), 1);
   s.insert(s.end(), operand.begin(), operand.end());
   for (size_t i = 0; i < s.size(); ++i)
-    if (s[i] != 1 && s[i] != onnx_out_[i]) return std::nullopt;
-  if (s == onnx_out_) return dnnl_dst_;
-  if (std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; })) return Shape(dnnl_dst_.size(), 1);
-  if (matmul_vector_) return std::nullopt;  // unit dims dropped from the ONNX shape: keep it simple
-  if (!matmul_rows_collapsed_) return s;
+    if (s[i] != 1 && s[i] != geo_.onnx_out[i]) return std::nullopt;
+  if (s == geo_.onnx_out) return geo_.dnnl_dst;
+  if (std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; })) return Shape(geo_.dnnl_dst.size(), 1);
+  if (geo_.unit_dims_dropped) return std::nullopt;  // unit dims dropped from the ONNX shape: keep it simple
+  if (!geo_.rows_collapsed) return s;
   // Rows [b.., M] collapsed into one dim: all of them broadcast, or none.
-  Shape rows(s.begin(), s.end() - 1), full(onnx_out_.begin(), onnx_out_.end() - 1);
+  Shape rows(s.begin(), s.end() - 1), full(geo_.onnx_out.begin(), geo_.onnx_out.end() - 1);
   const int64_t cols = s.back();
   if (std::all_of(rows.begin(), rows.end(), [](int64_t v) { return v == 1; })) return Shape{1, cols};
-  if (rows == full) return Shape{dnnl_dst_[0], cols};
+  if (rows == full) return Shape{geo_.dnnl_dst[0], cols};
   return std::nullopt;
 }
 
@@ -227,14 +130,14 @@ bool Matcher::fast_broadcast(const Shape& dims, const std::string& op) const {
   for (size_t i = 0; i < r; ++i)
     if (dims[i] != 1) ++non_unit, last = i;
   if (non_unit == 0) return true;
-  if (dims == dnnl_dst_) {
-    if (!conv_) return true;
+  if (dims == geo_.dnnl_dst) {
+    if (!geo_.channel_first) return true;
     if (op != "Add" && op != "Sub") return false;
     for (const json& o : chain_.post_ops)  // one sum per primitive
       if (o.at("type") == "binary" && chain_.operands.at(o.at("operand").get<size_t>()).at("dims") == dims) return false;
     return true;
   }
-  return non_unit == 1 && last == (conv_ ? 1 : r - 1);
+  return non_unit == 1 && last == (geo_.channel_first ? 1 : r - 1);
 }
 
 bool Matcher::eltwise(const Node& n, json& ops) {
@@ -388,8 +291,6 @@ LinearMatchResult Matcher::run() {
   }
   if (lin < 0) return {false, {}, "no linear primitive in the kernel"};
   const Node& ln = node(lin);
-  if (ln.op_type != "Conv" && ln.op_type != "MatMul")
-    return {false, {}, fmt::format("{} is not supported yet by the oneDNN linear step", ln.op_type)};
   for (ValueId v : ln.inputs) {
     if (v == kNoValue) continue;
     if (g_.type(v).dtype != DType::kFloat32)
@@ -397,10 +298,11 @@ LinearMatchResult Matcher::run() {
     if (produced_inside(v))
       return {false, {}, fmt::format("an operand of {} is computed inside the kernel (no prologues)", ln.op_type)};
   }
-  json d;
-  d["op"] = ln.op_type;
-  std::string why = ln.op_type == "Conv" ? match_conv(ln, d) : match_matmul(ln, d);
-  if (!why.empty()) return {false, {}, why};
+  geo_ = linear_detail::linear_geometry(g_, ln);
+  if (!geo_.reason.empty()) return {false, {}, geo_.reason};
+  json d = geo_.fields;
+  add_operand(ln.inputs[0], "src", geo_.src_dims);
+  add_operand(ln.inputs[1], "weights", geo_.weights_dims);
 
   ValueId r = ln.outputs[0];
   while (!is_output(r)) {

@@ -1,19 +1,21 @@
-// LinearStep: one oneDNN 2.6 primitive (convolution_forward or matmul) with post-ops, created
-// from the JSON description that match_linear writes (cpu_linear_match.cc documents the fields).
+// LinearStep: one oneDNN 2.6 primitive (convolution, deconvolution or matmul) with post-ops,
+// created from the JSON description that match_linear writes (cpu_linear_match.cc documents it).
 //
-// User memory is plain row-major at args[slot]. Each primitive argument is a Binding: a oneDNN
-// memory over the user pointer (handle set per run) and, when the primitive chose another layout,
-// an owned buffer plus a reorder. Constant weights are reordered on the first run only (their
-// pointer and contents never change; a new pointer is reordered again, to stay correct).
+// User memory is at args[slot], row-major unless the description gives strides. Each primitive
+// argument is a Binding: a oneDNN memory over the user pointer (handle set per run) and, when the
+// primitive chose another layout, an owned buffer plus a reorder. Constant weights are reordered
+// on the first run only (their pointer and contents never change; a new pointer is reordered
+// again, to stay correct).
 //
-// Layout rule for Conv src/dst ("format" in the description): "auto" and "blocked" let oneDNN
-// choose (format_tag::any: NHWC for brgconv, nChw4c/16c for grouped jit kernels) and reorder the
-// plain user tensors in and out; "plain" runs on NCHW directly, which oneDNN 2.6 serves with its
-// im2col + gemm convolution. Blocked wins on every shape measured, reorders included (AMD EPYC
-// avx512_core, 1 thread, CPU-time medians, tests/codegen/linear_bench_test.cc):
-//   resnet18 3x3 64c 56x56 4.27 -> 2.26 ms, 1x1 64->256 56x56 5.50 -> 2.12, mobilenet_v2
-//   depthwise 144c 56x56 4.05 -> 0.90, stem 7x7 s2 8.05 -> 2.82, candy 9x9 3->32 21.9 -> 8.6,
-//   resnext grouped 4.31 -> 1.05, 1x1 960->160 7x7 (the closest) 0.218 -> 0.194.
+// Layout of Conv src/dst ("format" in the description): "blocked" lets oneDNN choose
+// (format_tag::any: NHWC for brgconv, nChw4c/16c for grouped jit kernels) and reorders the user
+// tensors in and out; "plain" runs on NCHW directly, which oneDNN 2.6 serves with its im2col +
+// gemm convolution. "auto" is blocked except for plain_is_faster(). Measured on this machine
+// (AMD EPYC, avx512_core; tests/codegen/linear_bench_test.cc, 2 threads, CPU-time medians,
+// reorders included), plain -> blocked:
+//   resnet18 3x3 64c 56x56 4.29 -> 2.35 ms, 1x1 64->256 56x56 5.45 -> 1.88, mobilenet_v2
+//   depthwise 144c 56x56 4.03 -> 0.94, stem 7x7 s2 7.95 -> 2.63, candy 9x9 3->32 21.5 -> 8.3,
+//   resnext grouped 3x3 4.14 -> 0.93.
 // "plain" stays selectable for the profiler. MatMul always runs on plain src/dst (what oneDNN
 // picks anyway) with `any` weights when they are constant (blocked once, e.g. ba16a64b).
 #include "codegen/cpu/cpu_linear.h"
@@ -96,7 +98,9 @@ class DnnlLinearStep final : public LinearStep {
 
  private:
   void build(const json& d);
-  void bind(int arg, int slot, const memory::desc& plain, const memory::desc& chosen, bool output, bool once);
+  // `user`: the layout at args[slot]; `chosen`: the primitive's (an owned buffer + reorder if
+  // they differ). `once`: a constant input, reordered on its first run only.
+  void bind(int arg, int slot, const memory::desc& user, const memory::desc& chosen, bool output, bool once);
 
   dnnl::primitive_desc pd_;
   dnnl::primitive prim_;
@@ -115,17 +119,37 @@ bool is_per_channel(const memory::dims& operand, const memory::dims& dst, size_t
   return dst[channel_dim] > 1;
 }
 
+// The "auto" layout rule's one exception to blocked: a channel-reducing 1x1 convolution (IC >= 4
+// OC, stride 1, no padding) on at most 28x28 pixels is one sgemm on NCHW, and the reorders around
+// a blocked kernel cost more than it saves there. 2 threads, wall medians, plain vs blocked (ms):
+// 384->64 14x14 0.122 vs 0.142, 576->96 14x14 0.243 vs 0.292, 192->32 28x28 0.127 vs 0.201,
+// 1024->256 14x14 0.609 vs 0.703; but 256->64 at 56x56 1.08 vs 0.86 and expanding 1x1 convs
+// (64->384 14x14 0.377 vs 0.170) go blocked.
+bool plain_is_faster(const json& d) {
+  if (d.at("op") != "Conv") return false;
+  const json& c = d.at("conv");
+  const auto src = dims_of(d.at("src_dims")), wei = dims_of(d.at("weights_dims")), dst = dims_of(d.at("dst_dims"));
+  if (c.at("group").get<int64_t>() != 1) return false;
+  int64_t pixels = 1;
+  for (size_t i = 2; i < dst.size(); ++i) {
+    if (wei[i] != 1 || c.at("strides")[i - 2] != 1 || c.at("pads_begin")[i - 2] != 0 || c.at("pads_end")[i - 2] != 0)
+      return false;
+    pixels *= dst[i];
+  }
+  return src[1] >= 4 * dst[1] && pixels <= 28 * 28;
+}
+
 DnnlLinearStep::DnnlLinearStep(const json& d) : stream_(cpu_engine()) { build(d); }
 
-void DnnlLinearStep::bind(int arg, int slot, const memory::desc& plain, const memory::desc& chosen, bool output,
+void DnnlLinearStep::bind(int arg, int slot, const memory::desc& user, const memory::desc& chosen, bool output,
                           bool once) {
   Binding b;
   b.arg = arg;
   b.slot = slot;
   b.output = output;
   b.once = once;
-  b.user = memory(plain, cpu_engine(), DNNL_MEMORY_NONE);
-  if (chosen != plain) {
+  b.user = memory(user, cpu_engine(), DNNL_MEMORY_NONE);
+  if (chosen != user) {
     b.inner = memory(chosen, cpu_engine());
     b.reorder = output ? dnnl::reorder(b.inner, b.user) : dnnl::reorder(b.user, b.inner);
   }
@@ -142,12 +166,19 @@ void DnnlLinearStep::build(const json& d) {
       std::any_of(slots.begin(), slots.end(), [](int s) { return s < 0; }))
     fail("linear step description has unfilled operand_slots/result_slot");
   const memory::dims src = dims_of(d.at("src_dims")), wei = dims_of(d.at("weights_dims")), dst = dims_of(d.at("dst_dims"));
-  const bool conv = op == "Conv";
+  const bool deconv = op == "ConvTranspose";
+  const bool conv = op == "Conv" || deconv;  // channels at dim 1, `conv` attributes
   if (!conv && op != "MatMul") fail_unsupported("linear step: unknown op '{}'", op);
+  // User memory: row-major unless the description gives strides (a transposed view).
+  auto user_desc = [&](const char* role, const memory::dims& dims) {
+    const std::string key = std::string(role) + "_strides";
+    return d.contains(key) ? memory::desc(dims, dt::f32, dims_of(d.at(key))) : plain_desc(dims);
+  };
+  const memory::desc src_user = user_desc("src", src), wei_user = user_desc("weights", wei);
   const bool weights_const = operands.at(1).at("constant").get<bool>();
   const std::string format = d.value("format", "auto");
   if (format != "auto" && format != "blocked" && format != "plain") fail("linear step: unknown format '{}'", format);
-  const bool blocked = conv && format != "plain";
+  const bool blocked = conv && (format == "blocked" || (format == "auto" && !plain_is_faster(d)));
 
   // Post-ops; a first binary Add of a per-channel operand becomes the primitive's own bias.
   const json& ops = d.at("post_ops");
@@ -196,8 +227,10 @@ void DnnlLinearStep::build(const json& d) {
     return attr;
   };
 
-  const memory::desc src_md = blocked ? any_desc(src) : plain_desc(src);
-  const memory::desc wei_md = weights_const ? any_desc(wei) : plain_desc(wei);
+  // MatMul reads strided activations in place unless oneDNN then falls back to its reference
+  // kernel (many times slower than a reorder to row-major per run): see the retry below.
+  memory::desc src_md = blocked ? any_desc(src) : src_user;
+  memory::desc wei_md = weights_const ? any_desc(wei) : wei_user;
   const memory::desc dst_md = blocked ? any_desc(dst) : plain_desc(dst);
   memory::desc bias_md;
   if (bias_operand >= 0) {
@@ -210,11 +243,18 @@ void DnnlLinearStep::build(const json& d) {
       const json& c = d.at("conv");
       auto strides = dims_of(c.at("strides")), dil = dims_of(c.at("dilations"));
       auto pl = dims_of(c.at("pads_begin")), pr = dims_of(c.at("pads_end"));
+      const auto inference = dnnl::prop_kind::forward_inference;
+      if (deconv) {
+        const auto alg = dnnl::algorithm::deconvolution_direct;
+        auto dd = bias_operand >= 0
+            ? dnnl::deconvolution_forward::desc(inference, alg, src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
+            : dnnl::deconvolution_forward::desc(inference, alg, src_md, wei_md, dst_md, strides, dil, pl, pr);
+        return dnnl::deconvolution_forward::primitive_desc(dd, attr, cpu_engine());
+      }
+      const auto alg = dnnl::algorithm::convolution_direct;
       auto cd = bias_operand >= 0
-          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                            src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
-          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                            src_md, wei_md, dst_md, strides, dil, pl, pr);
+          ? dnnl::convolution_forward::desc(inference, alg, src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
+          : dnnl::convolution_forward::desc(inference, alg, src_md, wei_md, dst_md, strides, dil, pl, pr);
       return dnnl::convolution_forward::primitive_desc(cd, attr, cpu_engine());
     }
     auto md = bias_operand >= 0 ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
@@ -230,6 +270,12 @@ void DnnlLinearStep::build(const json& d) {
     if (blocked && has_full)  // the layout the kernel picks for dst without post-ops
       full_md = make_pd(make_attr(full_md, false)).query_md(dnnl::query::dst_md, 0);
     pd_ = make_pd(make_attr(full_md, true));
+    const bool strided = src_md != plain_desc(src) || wei_md != plain_desc(wei);
+    if (!conv && strided && std::string(pd_.impl_info_str()).find("ref") != std::string::npos) {
+      src_md = plain_desc(src);
+      if (!weights_const) wei_md = plain_desc(wei);
+      pd_ = make_pd(make_attr(full_md, true));
+    }
     prim_ = dnnl::primitive(pd_);
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN cannot create the {} primitive ({}): {}", op, e.what(), d.dump());
@@ -237,8 +283,8 @@ void DnnlLinearStep::build(const json& d) {
   const memory::desc src_chosen = pd_.query_md(dnnl::query::src_md, 0);
   const memory::desc wei_chosen = pd_.query_md(dnnl::query::weights_md, 0);
   const memory::desc dst_chosen = pd_.query_md(dnnl::query::dst_md, 0);
-  bind(DNNL_ARG_SRC, slots[0], plain_desc(src), src_chosen, false, false);
-  bind(DNNL_ARG_WEIGHTS, slots[1], plain_desc(wei), wei_chosen, false, weights_const);
+  bind(DNNL_ARG_SRC, slots[0], src_user, src_chosen, false, false);
+  bind(DNNL_ARG_WEIGHTS, slots[1], wei_user, wei_chosen, false, weights_const);
   if (bias_operand >= 0) bind(DNNL_ARG_BIAS, slots[static_cast<size_t>(bias_operand)], bias_md, bias_md, false, false);
   for (auto [index, k] : binary_args) {
     const memory::desc md = plain_desc(operand_dims(k));
