@@ -22,7 +22,7 @@ namespace korch::cpu {
 
 // Bumped whenever generated code or the linear step changes what or how fast it computes: part of
 // every tuning-database key and compiled-kernel cache key.
-constexpr int kCpuGeneratorVersion = 1;
+constexpr int kCpuGeneratorVersion = 2;
 
 struct CpuKernelRecipe {
   std::string symbol;                   // loop function in the kernel library; "" if none
