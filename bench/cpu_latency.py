@@ -86,6 +86,7 @@ def main():
             rows.append({"model": name, "error": "bench failed"})
             continue
         res = json.loads(js.read_text())
+        res["model"] = name
         rows.append({"model": name, "compile_first_s": times[0], "compile_warm_s": times[1],
                      "kernels": int(kernels.group(1)) if kernels else None,
                      "primitives": int(kernels.group(2)) if kernels else None,

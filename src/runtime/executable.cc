@@ -1,6 +1,10 @@
 #include "runtime/executable.h"
 
+#include "codegen/cpu/cpu_linear.h"
+
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include <fcntl.h>
 #include <omp.h>
@@ -99,7 +103,45 @@ std::unique_ptr<Executable> Executable::load(const std::string& dir) {
     if (buf.kind == Kind::kWeight) x->ptrs_[b] = const_cast<std::byte*>(x->weights_) + buf.offset;
     if (buf.kind == Kind::kArena) x->ptrs_[b] = x->arena_ + buf.offset;
   }
+  if (!std::getenv("KORCH_NO_LAYOUT_HANDOFF")) x->hand_off_layouts();
   return x;
+}
+
+// Layout handoff (cpu_linear.h): an arena value written by a kernel that is only a linear step
+// and read only as the src of kernels that are only linear steps wanting the same layout stays in
+// that layout, in a buffer of its own (a blocked layout pads channels, so it may not fit the arena
+// slot planned for the plain tensor).
+void Executable::hand_off_layouts() {
+  std::vector<int> writer(buffers_.size(), -1);
+  std::vector<std::vector<std::pair<int, int>>> readers(buffers_.size());  // (step, input position)
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (size_t a = 0; a < steps_[i].outputs.size(); ++a) writer[static_cast<size_t>(steps_[i].outputs[a])] = static_cast<int>(i);
+    for (size_t a = 0; a < steps_[i].inputs.size(); ++a)
+      readers[static_cast<size_t>(steps_[i].inputs[a])].emplace_back(static_cast<int>(i), static_cast<int>(a));
+  }
+  for (size_t b = 0; b < buffers_.size(); ++b) {
+    if (buffers_[b].kind != Kind::kArena || writer[b] < 0 || readers[b].empty()) continue;
+    Step& w = steps_[static_cast<size_t>(writer[b])];
+    cpu::LinearStep* producer = w.kernel->only_linear_step();
+    if (!producer) continue;
+    const int out_slot = static_cast<int>(w.inputs.size()) +
+                         static_cast<int>(std::find(w.outputs.begin(), w.outputs.end(), static_cast<int>(b)) - w.outputs.begin());
+    const std::string layout = producer->dst_layout();
+    if (layout.empty() || producer->result_slot() != out_slot) continue;
+    bool ok = true;
+    for (auto [step, pos] : readers[b]) {
+      cpu::LinearStep* c = steps_[static_cast<size_t>(step)].kernel->only_linear_step();
+      ok = ok && c && c->src_slot() == pos && c->reads_only_as_src(pos) && c->src_layout() == layout;
+    }
+    if (!ok) continue;
+    void* p = std::aligned_alloc(64, static_cast<size_t>((producer->dst_layout_bytes() + 63) / 64 * 64));
+    if (!p) fail_io("out of memory for a {}-byte layout handoff buffer", producer->dst_layout_bytes());
+    handoff_buffers_.emplace_back(p);
+    ptrs_[b] = p;
+    producer->set_dst_in_layout(true);
+    for (auto [step, pos] : readers[b]) steps_[static_cast<size_t>(step)].kernel->only_linear_step()->set_src_in_layout(true);
+    ++handoffs_;
+  }
 }
 
 void Executable::parse_program(const nlohmann::json& j, const std::string& path) {

@@ -9,6 +9,7 @@
 // call at a time.
 #pragma once
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ class Executable {
     double seconds = 0;
   };
   void set_step_timing(bool on);
+  // Values passed between linear steps in the library's own layout (no reorders); see
+  // hand_off_layouts(). KORCH_NO_LAYOUT_HANDOFF=1 turns it off.
+  int layout_handoffs() const { return handoffs_; }
   std::vector<StepTime> step_times() const;
   const nlohmann::json& manifest() const { return manifest_; }
   bool rebuilt_library() const { return rebuilt_; }  // load() had to run kernels/build.sh
@@ -94,6 +98,10 @@ class Executable {
   std::vector<void*> ptrs_;             // per buffer, rebuilt by each run
   bool rebuilt_ = false;
   bool step_timing_ = false;
+  void hand_off_layouts();
+  struct FreeDeleter { void operator()(void* p) const { std::free(p); } };
+  std::vector<std::unique_ptr<void, FreeDeleter>> handoff_buffers_;
+  int handoffs_ = 0;
 };
 
 // Sets the OpenMP thread count the kernels use (omp_set_num_threads), for callers that do not

@@ -56,6 +56,8 @@ class CpuKernel {
   // inputs: recipe.inputs.size() pointers; outputs: recipe.outputs.size() pointers.
   void run(const void* const* inputs, void* const* outputs);
   const CpuKernelRecipe& recipe() const { return recipe_; }
+  // The linear step when the kernel is nothing else (no loop function, no reference op); else null.
+  LinearStep* only_linear_step() const { return fn_ || reference_ ? nullptr : linear_.get(); }
 
  private:
   using LoopFn = void (*)(void* const*);

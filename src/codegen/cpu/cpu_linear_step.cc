@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <utility>
 
 #include "support/error.h"
 
@@ -86,6 +87,7 @@ struct Binding {
   bool once = false;    // constant input: reorder on the first run (or a new pointer) only
   memory user;          // plain, over args[slot]
   memory inner;         // the primitive's layout when it differs from plain; else empty
+  bool external = false;  // args[slot] itself holds `inner`'s layout (layout handoff): no reorder
   dnnl::reorder reorder;
   const void* reordered_from = nullptr;
 };
@@ -95,9 +97,43 @@ class DnnlLinearStep final : public LinearStep {
   explicit DnnlLinearStep(const json& d);
   void run(void* const* args) override;
   std::string implementation() const override;
+  std::string src_layout() const override { return layout_key(DNNL_ARG_SRC); }
+  std::string dst_layout() const override { return layout_key(DNNL_ARG_DST); }
+  int64_t dst_layout_bytes() const override {
+    const Binding* b = binding(DNNL_ARG_DST);
+    return b && b->inner ? static_cast<int64_t>(b->inner.get_desc().get_size()) : 0;
+  }
+  int src_slot() const override { const Binding* b = binding(DNNL_ARG_SRC); return b ? b->slot : -1; }
+  int result_slot() const override { const Binding* b = binding(DNNL_ARG_DST); return b ? b->slot : -1; }
+  bool reads_only_as_src(int slot) const override {
+    if (sum_slot_ == slot) return false;
+    for (const Binding& b : bindings_)
+      if (b.slot == slot && b.arg != DNNL_ARG_SRC) return false;
+    return src_slot() == slot;
+  }
+  void set_src_in_layout(bool on) override { if (Binding* b = binding(DNNL_ARG_SRC)) b->external = on && b->inner; }
+  void set_dst_in_layout(bool on) override { if (Binding* b = binding(DNNL_ARG_DST)) b->external = on && b->inner; }
 
  private:
   void build(const json& d);
+  const Binding* binding(int arg) const {
+    for (const Binding& b : bindings_)
+      if (b.arg == arg) return &b;
+    return nullptr;
+  }
+  Binding* binding(int arg) { return const_cast<Binding*>(std::as_const(*this).binding(arg)); }
+  // The primitive's layout for `arg` as a comparable key: dims, data type, strides and inner
+  // blocks ("" when it is the plain user layout).
+  std::string layout_key(int arg) const {
+    const Binding* b = binding(arg);
+    if (!b || !b->inner) return "";
+    const auto& m = b->inner.get_desc().data;
+    const auto& bd = m.format_desc.blocking;
+    std::string k = fmt::format("t{} f{} o{}:", static_cast<int>(m.data_type), static_cast<int>(m.format_kind), m.offset0);
+    for (int i = 0; i < m.ndims; ++i) k += fmt::format("{}/{}/{},", m.dims[i], m.padded_dims[i], bd.strides[i]);
+    for (int i = 0; i < bd.inner_nblks; ++i) k += fmt::format("b{}:{},", bd.inner_idxs[i], bd.inner_blks[i]);
+    return k;
+  }
   // `user`: the layout at args[slot]; `chosen`: the primitive's (an owned buffer + reorder if
   // they differ). `once`: a constant input, reordered on its first run only.
   void bind(int arg, int slot, const memory::desc& user, const memory::desc& chosen, bool output, bool once);
@@ -321,6 +357,11 @@ void DnnlLinearStep::run(void* const* args) {
   Binding* out = nullptr;
   for (Binding& b : bindings_) {
     void* p = args[b.slot];
+    if (b.external) {
+      b.inner.set_data_handle(p);
+      if (b.output) out = &b;
+      continue;
+    }
     b.user.set_data_handle(p);
     if (b.output) { out = &b; continue; }
     if (!b.inner || (b.once && b.reordered_from == p)) continue;
@@ -332,7 +373,7 @@ void DnnlLinearStep::run(void* const* args) {
     sum_copy_.execute(stream_, sum_user_, exec_args_.at(DNNL_ARG_DST));
   }
   prim_.execute(stream_, exec_args_);
-  if (out && out->inner) out->reorder.execute(stream_, out->inner, out->user);
+  if (out && out->inner && !out->external) out->reorder.execute(stream_, out->inner, out->user);
   stream_.wait();
 }
 
