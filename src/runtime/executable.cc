@@ -131,7 +131,9 @@ void Executable::hand_off_layouts() {
     bool ok = true;
     for (auto [step, pos] : readers[b]) {
       cpu::LinearStep* c = steps_[static_cast<size_t>(step)].kernel->only_linear_step();
-      ok = ok && c && c->src_slot() == pos && c->reads_only_as_src(pos) && c->src_layout() == layout;
+      ok = ok && c &&
+           ((c->src_slot() == pos && c->reads_only_as_src(pos) && c->src_layout() == layout) ||
+            (c->reads_only_as_sum(pos) && c->dst_layout() == layout));
     }
     if (!ok) continue;
     void* p = std::aligned_alloc(64, static_cast<size_t>((producer->dst_layout_bytes() + 63) / 64 * 64));
@@ -139,7 +141,11 @@ void Executable::hand_off_layouts() {
     handoff_buffers_.emplace_back(p);
     ptrs_[b] = p;
     producer->set_dst_in_layout(true);
-    for (auto [step, pos] : readers[b]) steps_[static_cast<size_t>(step)].kernel->only_linear_step()->set_src_in_layout(true);
+    for (auto [step, pos] : readers[b]) {
+      cpu::LinearStep* c = steps_[static_cast<size_t>(step)].kernel->only_linear_step();
+      if (c->src_slot() == pos) c->set_src_in_layout(true);
+      else c->set_sum_in_layout(true);
+    }
     ++handoffs_;
   }
 }

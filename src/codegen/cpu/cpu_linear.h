@@ -63,6 +63,10 @@ class LinearStep {
   // From now on args[src_slot()] holds the src in src_layout() / the result goes to
   // args[result_slot()] in dst_layout().
   virtual void set_src_in_layout(bool on) { (void)on; }
+  // A residual read as a sum post-op: args[slot] read as that and nothing else; from now on it
+  // holds the residual in dst_layout() (copied as is instead of reordered).
+  virtual bool reads_only_as_sum(int slot) const { (void)slot; return false; }
+  virtual void set_sum_in_layout(bool on) { (void)on; }
   virtual void set_dst_in_layout(bool on) { (void)on; }
 };
 

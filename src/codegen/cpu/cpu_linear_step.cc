@@ -25,6 +25,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 #include <utility>
 
@@ -111,6 +112,13 @@ class DnnlLinearStep final : public LinearStep {
       if (b.slot == slot && b.arg != DNNL_ARG_SRC) return false;
     return src_slot() == slot;
   }
+  bool reads_only_as_sum(int slot) const override {
+    if (sum_slot_ != slot) return false;
+    for (const Binding& b : bindings_)
+      if (b.slot == slot) return false;
+    return true;
+  }
+  void set_sum_in_layout(bool on) override { sum_in_layout_ = on && sum_slot_ >= 0 && binding(DNNL_ARG_DST)->inner; }
   void set_src_in_layout(bool on) override { if (Binding* b = binding(DNNL_ARG_SRC)) b->external = on && b->inner; }
   void set_dst_in_layout(bool on) override { if (Binding* b = binding(DNNL_ARG_DST)) b->external = on && b->inner; }
 
@@ -147,6 +155,7 @@ class DnnlLinearStep final : public LinearStep {
   int sum_slot_ = -1;
   memory sum_user_;
   dnnl::reorder sum_copy_;
+  bool sum_in_layout_ = false;  // args[sum_slot_] already holds the residual in the dst layout
 };
 
 bool is_per_channel(const memory::dims& operand, const memory::dims& dst, size_t channel_dim) {
@@ -368,7 +377,10 @@ void DnnlLinearStep::run(void* const* args) {
     b.reorder.execute(stream_, b.user, b.inner);
     b.reordered_from = p;
   }
-  if (sum_slot_ >= 0) {
+  if (sum_slot_ >= 0 && sum_in_layout_) {
+    const memory& dst = exec_args_.at(DNNL_ARG_DST);
+    std::memcpy(dst.get_data_handle(), args[sum_slot_], dst.get_desc().get_size());
+  } else if (sum_slot_ >= 0) {
     sum_user_.set_data_handle(args[sum_slot_]);
     sum_copy_.execute(stream_, sum_user_, exec_args_.at(DNNL_ARG_DST));
   }
