@@ -208,7 +208,9 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
     say(fmt::format("{}: compiling {} kernels in {} translation units", what, emitted.size(), units.size()));
     std::vector<bool> compile_failed(emitted.size(), false);
     try {
-      auto compiled = cpu::compile_sources(sources);
+      ProgressBar cbar(what + ": compiling", static_cast<int64_t>(units.size()));
+      auto compiled = cpu::compile_sources(sources, cpu::default_cpu_compiler(), [&] { cbar.tick(); });
+      cbar.finish();
       for (size_t u = 0; u < units.size(); ++u) {
         (compiled[u].cached ? stats_.units_cached : stats_.units_compiled)++;
         for (size_t i : units[u]) {

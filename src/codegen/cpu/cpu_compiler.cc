@@ -93,7 +93,8 @@ std::string compile_command(const CompilerConfig& config, const std::string& sou
 }
 
 std::vector<CompiledSource> compile_sources(const std::vector<std::string>& sources,
-                                            const CompilerConfig& config) {
+                                            const CompilerConfig& config,
+                                            const std::function<void()>& on_compiled) {
   const std::string dir = cache_dir_of(config);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -142,6 +143,10 @@ std::vector<CompiledSource> compile_sources(const std::vector<std::string>& sour
       }
       std::error_code rec;
       fs::rename(tmp_lib, cs.library_path, rec);  // atomic: a killed run leaves no partial .so
+      if (on_compiled) {
+        std::lock_guard<std::mutex> lock(mu);
+        on_compiled();
+      }
     }
   };
   std::vector<std::thread> threads;

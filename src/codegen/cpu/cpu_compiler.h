@@ -7,6 +7,7 @@
 // + rename), so a killed compile leaves no half library behind.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,8 +49,11 @@ struct CompiledSource {
 
 // Compiles each source into a shared library (cache hits skip the compiler), up to config.jobs at
 // once, and loads them. Throws korch::Error naming the source path with the compiler's message.
+// `on_compiled` (may be empty) is called once per source that needed the compiler, as each
+// finishes, from the worker threads (serialised).
 std::vector<CompiledSource> compile_sources(const std::vector<std::string>& sources,
-                                            const CompilerConfig& config = default_cpu_compiler());
+                                            const CompilerConfig& config = default_cpu_compiler(),
+                                            const std::function<void()>& on_compiled = {});
 
 // The compile command for `source` -> `library` (for the artifact's build recipe).
 std::string compile_command(const CompilerConfig& config, const std::string& source,
