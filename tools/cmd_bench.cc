@@ -24,6 +24,7 @@
 #include "runtime/executable.h"
 #include "support/error.h"
 #include "support/file_io.h"
+#include "support/process.h"
 
 #ifndef KORCH_SOURCE_DIR
 #define KORCH_SOURCE_DIR "."
@@ -71,18 +72,10 @@ std::string python_for_peer() {
 bool time_onnxruntime(const std::string& model_file, int threads, int warmup, int runs, Timing& t,
                       std::string* note) {
   std::string script = (fs::path(KORCH_SOURCE_DIR) / "bench/ort_latency.py").string();
-  std::string cmd = fmt::format("'{}' '{}' '{}' --threads {} --warmup {} --runs {} 2>&1", python_for_peer(), script,
+  std::string cmd = fmt::format("'{}' '{}' '{}' --threads {} --warmup {} --runs {}", python_for_peer(), script,
                                 model_file, threads, warmup, runs);
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    *note = "cannot start " + cmd;
-    return false;
-  }
   std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int rc = pclose(p);
+  int rc = run_shell(cmd, &out);
   size_t brace = out.rfind('{');
   if (rc != 0 || brace == std::string::npos) {
     *note = "onnxruntime did not run: " + out.substr(0, 400);

@@ -1,5 +1,7 @@
 #include "runtime/executable.h"
 
+#include "support/process.h"
+
 #include "codegen/cpu/cpu_linear.h"
 
 #include <algorithm>
@@ -39,22 +41,6 @@ nlohmann::json parse_json_file(const std::string& path) {
   }
 }
 
-// Runs `cmd` through the shell; returns its exit status and combined output.
-int run_shell(const std::string& cmd, std::string* output) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) fail_io("cannot start: {}", cmd);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 }  // namespace
 
@@ -280,7 +266,7 @@ std::shared_ptr<cpu::KernelLibrary> Executable::open_library(const std::string& 
   if (!fs::exists(script, ec))
     fail_io("{} is {} and {}, which would rebuild it, is missing too", lib.string(), why, script.string());
   std::string log;
-  if (run_shell("/bin/sh " + quote(script.string()), &log) != 0)
+  if (run_shell("/bin/sh " + shell_quote(script.string()), &log) != 0)
     fail_io("{} is {}; rebuilding it with {} failed: {}", lib.string(), why, script.string(), log.substr(0, 2000));
   rebuilt_ = true;
   return cpu::KernelLibrary::open(lib.string());

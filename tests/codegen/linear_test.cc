@@ -13,6 +13,7 @@
 #include "codegen/cpu/cpu_kernel.h"
 #include "codegen/kernel_signature.h"
 #include "ir/interpreter.h"
+#include "ir/tensor_compare.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
 #include "linear_test_util.h"
@@ -23,16 +24,10 @@ namespace {
 
 using namespace linear_test;
 
+// The project-wide criterion (ir/tensor_compare.h), with the shapes checked first.
 double rel_l2(const Tensor& out, const Tensor& ref) {
   EXPECT_EQ(out.shape(), ref.shape());
-  double num = 0, den = 0;
-  auto o = out.span<float>();
-  auto r = ref.span<float>();
-  for (size_t i = 0; i < r.size(); ++i) {
-    num += (double(o[i]) - r[i]) * (double(o[i]) - r[i]);
-    den += double(r[i]) * r[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
+  return rel_l2_error(out, ref);
 }
 
 // The reference value of `v` computed by the subgraph `nodes`, fed from `inputs` by value id.

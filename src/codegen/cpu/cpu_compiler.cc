@@ -14,23 +14,13 @@
 #include "codegen/cpu/cpu_kernel.h"
 #include "codegen/kernel_signature.h"
 #include "support/error.h"
+#include "support/process.h"
 #include "support/strings.h"
 
 namespace korch::cpu {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Runs `cmd` through the shell; returns its exit status and combined output.
-int run_command(const std::string& cmd, std::string* output) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) fail_io("cannot start the compiler: {}", cmd);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
 
 const std::string& compiler_version(const std::string& cxx) {
   static std::mutex mu;
@@ -39,7 +29,7 @@ const std::string& compiler_version(const std::string& cxx) {
   auto it = versions.find(cxx);
   if (it != versions.end()) return it->second;
   std::string out;
-  if (run_command(cxx + " --version", &out) != 0)
+  if (run_shell(cxx + " --version", &out) != 0)
     fail_io("the C++ compiler '{}' does not run (install build-essential): {}", cxx, out);
   return versions[cxx] = out.substr(0, out.find('\n'));
 }
@@ -51,11 +41,6 @@ std::string cache_dir_of(const CompilerConfig& config) {
   return std::string(home && *home ? home : "/tmp") + "/.cache/korch/kernels";
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 }  // namespace
 
@@ -132,7 +117,7 @@ std::vector<CompiledSource> compile_sources(const std::vector<std::string>& sour
       }
       fs::rename(tmp_src, cs.source_path, ec);
       std::string log;
-      int rc = run_command(compile_command(config, cs.source_path, tmp_lib), &log);
+      int rc = run_shell(compile_command(config, cs.source_path, tmp_lib), &log);
       if (rc != 0) {
         fs::remove(tmp_lib, ec);
         std::lock_guard<std::mutex> lock(mu);
