@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "pipeline/pipeline.h"
-#include "runtime/executable.h"
 #include "support/error.h"
 
 namespace korch::cli {
@@ -93,7 +92,7 @@ CpuCompileResult compile_cpu_artifact(const std::string& model, const Graph& g, 
   meta.cost_model = r.cost_model;
   meta.device_spec_json = options.cost == CostSource::kAnalytic ? device_spec_to_json(options.spec) : "";
   t = clock::now();
-  write_cpu_artifact(dir, p, r, options, meta);
+  runtime::MemoryReport mem = write_cpu_artifact(dir, p, r, options, meta);
   meta.timing["artifact"] = since(t);
   double total = since(t_start);
   if (quiet) return r;
@@ -116,8 +115,6 @@ CpuCompileResult compile_cpu_artifact(const std::string& model, const Graph& g, 
              options.cost == CostSource::kMeasured ? "measured" : "analytic");
   fmt::print("  solver {} {} in {:.2f} s, gap {:.3g}%\n", s.solver, solve_status_name(s.status), s.seconds,
              100 * s.gap);
-  auto exe = runtime::Executable::load(dir);
-  runtime::MemoryReport mem = exe->memory();
   fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB\n",
              mem.arena_bytes / 1e6, mem.unfused_arena_bytes / 1e6, mem.weights_bytes / 1e6);
   fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s); wrote {}\n", total,

@@ -1,6 +1,5 @@
 #include "pipeline/cpu_compile.h"
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -71,18 +70,16 @@ CpuCompileResult compile_for_cpu(const Graph& p, const CpuCompileOptions& option
     r.orchestration = orchestrate(p, provider, opt);
     r.cost_model = provider.name();
   }
-  auto t = std::chrono::steady_clock::now();
   for (const PlannedKernel& pk : r.orchestration.plan.kernels) {
     const KernelCandidate& c = r.orchestration.candidates.candidates.at(static_cast<size_t>(pk.candidate));
     cpu::EmittedKernel k = cpu::emit_cpu_kernel(p, c);
     KORCH_CHECK(k.ok, "planned kernel {} cannot be emitted: {}", pk.candidate, k.reason);
     r.kernels.push_back(std::move(k));
   }
-  r.emit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   return r;
 }
 
-void write_cpu_artifact(const std::string& dir, const Graph& p, const CpuCompileResult& r,
+runtime::MemoryReport write_cpu_artifact(const std::string& dir, const Graph& p, const CpuCompileResult& r,
                         const CpuCompileOptions& options, const PlanMetadata& meta) {
   namespace fs = std::filesystem;
   runtime::ArtifactContents contents;
@@ -111,13 +108,14 @@ void write_cpu_artifact(const std::string& dir, const Graph& p, const CpuCompile
                              {"kernels", plan.kernels.size()},
                              {"primitives", p.nodes.size()},
                              {"timing", meta.timing}};
-  runtime::write_artifact(dir, contents);
+  runtime::MemoryReport mem = runtime::write_artifact(dir, contents);
   std::ofstream f(fs::path(dir) / "plan.json");
   f << plan_to_json(p, r.orchestration, options.orchestrate, meta) << "\n";
   if (!f) fail_io("cannot write {}/plan.json", dir);
   std::ofstream pf(fs::path(dir) / "primitives.txt");
   pf << print_graph(p, PrintOptions{16});
   if (!pf) fail_io("cannot write {}/primitives.txt", dir);
+  return mem;
 }
 
 }  // namespace korch

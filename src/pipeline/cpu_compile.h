@@ -16,6 +16,7 @@
 #include "orchestrate/orchestrate.h"
 #include "orchestrate/plan_json.h"
 #include "profile/measured_cost.h"
+#include "runtime/memory_plan.h"
 
 namespace korch {
 
@@ -34,15 +35,14 @@ struct CpuCompileResult {
   std::vector<cpu::EmittedKernel> kernels;  // one per planned kernel, plan order
   MeasuredCostStats measured;               // when costs were measured
   std::string cost_model;                   // provider name
-  double emit_seconds = 0;
 };
 
 // Throws korch::Error naming the node and op when a primitive has no CPU kernel at all.
 CpuCompileResult compile_for_cpu(const Graph& primitives, const CpuCompileOptions& options);
 
 // Writes the artifact folder: the runnable program (runtime/artifact.h), plan.json and
-// primitives.txt. `meta` goes into plan.json and the manifest.
-void write_cpu_artifact(const std::string& dir, const Graph& primitives, const CpuCompileResult& r,
+// primitives.txt. `meta` goes into plan.json and the manifest. Returns the artifact's memory report.
+runtime::MemoryReport write_cpu_artifact(const std::string& dir, const Graph& primitives, const CpuCompileResult& r,
                         const CpuCompileOptions& options, const PlanMetadata& meta);
 
 }  // namespace korch

@@ -105,7 +105,7 @@ std::string build_script(const cpu::CompilerConfig& config) {
 
 }  // namespace
 
-void write_artifact(const std::string& dir, const ArtifactContents& c) {
+MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
   KORCH_CHECK(c.graph != nullptr);
   const Graph& g = *c.graph;
   const fs::path root(dir);
@@ -273,6 +273,7 @@ void write_artifact(const std::string& dir, const ArtifactContents& c) {
   if (c.manifest_extra.is_object())
     for (const auto& [k, v] : c.manifest_extra.items()) manifest[k] = v;
   write_text(root / "manifest.json", manifest.dump(2) + "\n");
+  return mem;
 }
 
 }  // namespace korch::runtime

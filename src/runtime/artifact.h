@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/cpu/cpu_kernel.h"
+#include "runtime/memory_plan.h"
 #include "ir/graph.h"
 
 namespace korch::runtime {
@@ -48,6 +49,7 @@ struct ArtifactContents {
 // output of an earlier kernel; each args matches its recipe's types; every graph output is
 // written by a kernel or is a graph input/constant (KORCH_CHECKed: Korch's own invariants).
 // Throws korch::Error when a file cannot be written or the sources do not compile.
-void write_artifact(const std::string& dir, const ArtifactContents& c);
+// Returns the memory report it wrote into program.json.
+MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c);
 
 }  // namespace korch::runtime
