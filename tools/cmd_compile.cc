@@ -12,7 +12,6 @@
 #include "commands.h"
 #include "cpu_flags.h"
 #include "frontend/builtin_models.h"
-#include "ir/text_format.h"
 #include "orchestrate/analytic_cost.h"
 #include "orchestrate/plan_json.h"
 #include "pipeline/pipeline.h"
@@ -106,17 +105,7 @@ Command add_compile(CLI::App& app) {
     OrchestrateResult r = orchestrate(p, provider, opt);
     meta.timing["total"] = since(t_start);
 
-    std::error_code ec;
-    std::filesystem::create_directories(o->out, ec);
-    if (ec) fail_io("cannot create artifact directory {}: {}", o->out, ec.message());
-    {
-      std::ofstream f(std::filesystem::path(o->out) / "plan.json");
-      f << plan_to_json(p, r, opt, meta) << "\n";
-      if (!f) fail_io("cannot write {}/plan.json", o->out);
-      std::ofstream pf(std::filesystem::path(o->out) / "primitives.txt");
-      pf << print_graph(p, PrintOptions{16});  // weights elided: the plan names values, not data
-      if (!pf) fail_io("cannot write {}/primitives.txt", o->out);
-    }
+    write_plan_files(o->out, p, r, opt, meta);
     const SolveResult& s = r.selection.solve;
     fmt::print("compiled {} for {} ({}): {} kernels for {} primitives\n", o->model, o->device, provider.name(),
                r.plan.kernels.size(), p.nodes.size());

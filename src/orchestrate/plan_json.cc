@@ -1,8 +1,13 @@
 #include "orchestrate/plan_json.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "ir/primitive.h"
+#include "ir/text_format.h"
+#include "support/error.h"
 
 namespace korch {
 
@@ -77,6 +82,20 @@ std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const Orche
                        {"last_use", t.last_use}});
   j["tensors"] = tensors;
   return j.dump(1);
+}
+
+void write_plan_files(const std::string& dir, const Graph& g, const OrchestrateResult& r,
+                      const OrchestrateOptions& options, const PlanMetadata& meta) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail_io("cannot create artifact directory {}: {}", dir, ec.message());
+  std::ofstream f(fs::path(dir) / "plan.json");
+  f << plan_to_json(g, r, options, meta) << "\n";
+  if (!f) fail_io("cannot write {}/plan.json", dir);
+  std::ofstream pf(fs::path(dir) / "primitives.txt");
+  pf << print_graph(g, PrintOptions{16});
+  if (!pf) fail_io("cannot write {}/primitives.txt", dir);
 }
 
 }  // namespace korch

@@ -30,4 +30,9 @@ struct PlanMetadata {
 std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,
                          const PlanMetadata& meta);
 
+// Creates `dir` and writes dir/plan.json and dir/primitives.txt (the primitive graph in the IR text
+// form, weights elided: the plan names values, not data). Throws korch::Error (kIo) naming the file.
+void write_plan_files(const std::string& dir, const Graph& g, const OrchestrateResult& r,
+                      const OrchestrateOptions& options, const PlanMetadata& meta);
+
 }  // namespace korch

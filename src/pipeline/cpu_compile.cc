@@ -1,14 +1,11 @@
 #include "pipeline/cpu_compile.h"
 
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "codegen/cpu/cpu_loop_emitter.h"
 #include "codegen/kernel_signature.h"
-#include "ir/text_format.h"
 #include "runtime/artifact.h"
 #include "support/error.h"
 
@@ -81,7 +78,6 @@ CpuCompileResult compile_for_cpu(const Graph& p, const CpuCompileOptions& option
 
 runtime::MemoryReport write_cpu_artifact(const std::string& dir, const Graph& p, const CpuCompileResult& r,
                         const CpuCompileOptions& options, const PlanMetadata& meta) {
-  namespace fs = std::filesystem;
   runtime::ArtifactContents contents;
   contents.graph = &p;
   contents.prelude = cpu::cpu_prelude();
@@ -109,12 +105,7 @@ runtime::MemoryReport write_cpu_artifact(const std::string& dir, const Graph& p,
                              {"primitives", p.nodes.size()},
                              {"timing", meta.timing}};
   runtime::MemoryReport mem = runtime::write_artifact(dir, contents);
-  std::ofstream f(fs::path(dir) / "plan.json");
-  f << plan_to_json(p, r.orchestration, options.orchestrate, meta) << "\n";
-  if (!f) fail_io("cannot write {}/plan.json", dir);
-  std::ofstream pf(fs::path(dir) / "primitives.txt");
-  pf << print_graph(p, PrintOptions{16});
-  if (!pf) fail_io("cannot write {}/primitives.txt", dir);
+  write_plan_files(dir, p, r.orchestration, options.orchestrate, meta);
   return mem;
 }
 
