@@ -164,6 +164,8 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
     stats_.seconds_reference += since(tr);
   };
 
+  ProgressOptions bar_options;
+  if (!options_.progress) bar_options.enabled = false;  // else KORCH_PROGRESS decides
   AnalyticCost lower_bound(lower_bound_spec());
   std::map<NodeId, std::string> singleton_hash;
   for (size_t i = 0; i < candidates.size(); ++i)
@@ -208,7 +210,7 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
     say(fmt::format("{}: compiling {} kernels in {} translation units", what, emitted.size(), units.size()));
     std::vector<bool> compile_failed(emitted.size(), false);
     try {
-      ProgressBar cbar(what + ": compiling", static_cast<int64_t>(units.size()));
+      ProgressBar cbar(what + ": compiling", static_cast<int64_t>(units.size()), stderr, bar_options);
       auto compiled = cpu::compile_sources(sources, cpu::default_cpu_compiler(), [&] { cbar.tick(); });
       cbar.finish();
       for (size_t u = 0; u < units.size(); ++u) {
@@ -239,14 +241,15 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
 
     auto tm = Clock::now();
     reference();
-    ProgressBar bar(what, static_cast<int64_t>(emitted.size()));
+    ProgressBar bar(what, static_cast<int64_t>(emitted.size()), stderr, bar_options);
     for (size_t i = 0; i < emitted.size(); ++i) {
       bar.tick();
       if (compile_failed[i]) continue;
       const cpu::EmittedKernel& k = *emitted[i];
       const std::string& h = hashes[i];
-      auto prev = db_->get(key_of(h));
-      int attempt = prev && prev->status == TuningStatus::kInFlight ? prev->reps + 1 : 1;
+      // An in-flight record left by a process that died is in `known` (read once above).
+      auto prev = known.find(key_of(h));
+      int attempt = prev != known.end() && prev->second.status == TuningStatus::kInFlight ? prev->second.reps + 1 : 1;
       if (attempt > 2) {
         ++stats_.failed;
         record(h, TuningStatus::kFailed, 0, 0, 0, "crashed the profiling process twice (source " + source_of[i] + ")");

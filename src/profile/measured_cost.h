@@ -41,7 +41,7 @@ struct MeasuredCostOptions {
   MeasureOptions measure = quick_measure_options();
   uint64_t seed = 1;            // random graph inputs for the reference run
   double tolerance = 1e-4;      // correctness gate, relative L2
-  bool progress = true;         // progress bars on stderr
+  bool progress = true;         // progress bars on stderr (KORCH_PROGRESS=0 also turns them off)
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
   static MeasureOptions quick_measure_options();
 };
