@@ -6,8 +6,6 @@
 // orchestration's own gain are visible. Systems are timed in alternating rounds (these machines
 // are noisy); each round warms up first. Before timing, the artifact's outputs are compared with
 // the unfused plan's.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -123,7 +121,7 @@ Command add_bench(CLI::App& app) {
   o->load.add_to(app);
   return [o]() {
     if (o->model.empty() == o->artifact.empty()) fail("give either MODEL or --artifact DIR");
-    omp_set_num_threads(o->cpu.threads);
+    runtime::set_cpu_threads(o->cpu.threads);
     fs::path work = o->work.empty() ? fs::temp_directory_path() / fmt::format("korch-bench-{}", getpid()) : fs::path(o->work);
     fs::create_directories(work);
     auto say = [](const std::string& s) { fmt::print("  {}\n", s); std::fflush(stdout); };

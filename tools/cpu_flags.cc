@@ -1,7 +1,5 @@
 #include "cpu_flags.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -68,7 +66,6 @@ CpuCompileOptions CpuFlags::options(const std::function<void(const std::string&)
   o.measured.threads = threads;
   o.measured.prune = !no_prune;
   o.measured.log = say;
-  omp_set_num_threads(threads);
   return o;
 }
 
