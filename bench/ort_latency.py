@@ -4,7 +4,7 @@
 
 All graph optimisations on (ORT_ENABLE_ALL), intra-op threads = --threads, inter-op 1, sequential
 execution; inputs U(-1, 1) floats / [0, 10) integers like Korch's --random-inputs. Prints one JSON
-line: {"median_ms", "p10_ms", "p90_ms", "runs", "ort_version"}.
+line: {"median_ms", "p10_ms", "p90_ms", "runs", "samples_ms", "ort_version"}.
 """
 import argparse
 import json
@@ -55,7 +55,7 @@ def main():
     times.sort()
     q = lambda p: times[min(len(times) - 1, int(p * len(times)))]
     print(json.dumps({"median_ms": statistics.median(times), "p10_ms": q(0.1), "p90_ms": q(0.9),
-                      "runs": len(times), "ort_version": ort.__version__}))
+                      "runs": len(times), "samples_ms": times, "ort_version": ort.__version__}))
 
 
 if __name__ == "__main__":

@@ -81,12 +81,8 @@ bool time_onnxruntime(const std::string& model_file, int threads, int warmup, in
   }
   try {
     auto j = nlohmann::json::parse(out.substr(brace));
-    // Keep the peer's summary as three representative samples per round (median and quantiles are
-    // what we report; the child does not stream every sample back).
-    t.ms.push_back(j.at("p10_ms").get<double>());
-    t.ms.push_back(j.at("median_ms").get<double>());
-    t.ms.push_back(j.at("median_ms").get<double>());
-    t.ms.push_back(j.at("p90_ms").get<double>());
+    // Every timed run, so the peer's median and spread come from the same statistics as ours.
+    for (const auto& x : j.at("samples_ms")) t.ms.push_back(x.get<double>());
     *note = "onnxruntime " + j.value("ort_version", std::string("?"));
     return true;
   } catch (const std::exception& e) {
