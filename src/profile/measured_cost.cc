@@ -325,10 +325,11 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
                     stats_.pruned, rest.size()));
   }
   if (!rest.empty()) run_batch(rest, "profiling fused kernels");
-  say(fmt::format("profiled: {} measured, {} failed the gate, {} unemittable, {} pruned; reference {:.1f} s, "
-                  "compile {:.1f} s ({} units, {} cached), measure {:.1f} s",
-                  stats_.measured, stats_.failed, stats_.unemittable, stats_.pruned, stats_.seconds_reference,
-                  stats_.seconds_compile, stats_.units_compiled, stats_.units_cached, stats_.seconds_measure));
+  say(fmt::format("profiled: {} measured, {} failed the gate, {} unemittable, {} pruned; signatures {:.1f} s, "
+                  "generate {:.1f} s, reference {:.1f} s, compile {:.1f} s ({} units, {} cached), measure {:.1f} s",
+                  stats_.measured, stats_.failed, stats_.unemittable, stats_.pruned, stats_.seconds_signatures,
+                  stats_.seconds_emit, stats_.seconds_reference, stats_.seconds_compile, stats_.units_compiled,
+                  stats_.units_cached, stats_.seconds_measure));
 }
 
 KernelCost MeasuredCpuCost::cost(const Graph& g, const KernelCandidate& c) {

@@ -142,7 +142,7 @@ def _run_model(name, tmp_path):
     assert "matches the reference" in out
     again = tmp_path / "again"
     korch("run", "--artifact", art, "--inputs", first, "--outputs", again, env=env)
-    inputs = {f"{n}" for n in os.listdir(first)} - set(os.listdir(again))
+    inputs = set(os.listdir(first)) - set(os.listdir(again))  # --random-inputs wrote them to `first`
     a, b = outputs_of(first, exclude=inputs), outputs_of(again)
     assert a.keys() == b.keys()
     for k in a:
