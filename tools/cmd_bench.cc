@@ -16,9 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "cpu_flags.h"
+#include "compile_flags.h"
 #include "ir/random.h"
 #include "ir/tensor_compare.h"
+#include "runtime/cpu/cpu_device.h"
 #include "runtime/executable.h"
 #include "support/error.h"
 #include "support/file_io.h"
@@ -98,7 +99,7 @@ Command add_bench(CLI::App& app) {
     std::string model, artifact, device = "cpu", work, json;
     int warmup = 5, runs = 30, rounds = 2, per_kernel = 0;
     bool no_ort = false, no_unfused = false;
-    CpuFlags cpu;
+    CompileFlags cpu;
     LoadFlags load;
   };
   auto o = std::make_shared<Opts>();
@@ -117,7 +118,7 @@ Command add_bench(CLI::App& app) {
   o->load.add_to(app);
   return [o]() {
     if (o->model.empty() == o->artifact.empty()) fail("give either MODEL or --artifact DIR");
-    runtime::set_cpu_threads(o->cpu.threads);
+    cpu::set_cpu_threads(o->cpu.threads);
     fs::path work = o->work.empty() ? fs::temp_directory_path() / fmt::format("korch-bench-{}", getpid()) : fs::path(o->work);
     fs::create_directories(work);
     auto say = [](const std::string& s) { fmt::print("  {}\n", s); std::fflush(stdout); };
@@ -126,7 +127,7 @@ Command add_bench(CLI::App& app) {
     if (fused_dir.empty()) {
       fused_dir = (work / "korch").string();
       fmt::print("compiling {} ...\n", model);
-      compile_cpu_artifact(model, load_model_arg(model, o->load.options()), fused_dir, o->cpu.options(say), false);
+      compile_artifact(model, load_model_arg(model, o->load.options()), fused_dir, o->cpu.options(model, say), false);
     } else {
       auto manifest = nlohmann::json::parse(read_file_bytes((fs::path(fused_dir) / "manifest.json").string()), nullptr, false);
       if (manifest.is_discarded()) fail("{}/manifest.json is not JSON", fused_dir);
@@ -139,11 +140,12 @@ Command add_bench(CLI::App& app) {
       if (model.empty() || (model.rfind("builtin:", 0) != 0 && !fs::exists(model))) {
         unfused_note = "unfused plan skipped: the artifact's model '" + model + "' is not at hand";
       } else {
-        CpuCompileOptions uo = o->cpu.options([](const std::string&) {});
+        CompileOptions uo = o->cpu.options(model, [](const std::string&) {});
         uo.unfused = true;
         uo.cost = CostSource::kAnalytic;  // one kernel per primitive: nothing to choose, nothing to measure
+        uo.verify = false;  // its outputs are compared with the artifact's below
         std::string dir = (work / "korch-unfused").string();
-        compile_cpu_artifact(model, load_model_arg(model, o->load.options()), dir, uo, true);
+        compile_artifact(model, load_model_arg(model, o->load.options()), dir, uo, true);
         unfused = runtime::Executable::load(dir);
       }
     }

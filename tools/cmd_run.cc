@@ -1,11 +1,12 @@
 // korch run MODEL.onnx --backend reference|cpu (--inputs DIR | --random-inputs SEED) --outputs DIR
-// korch run --artifact DIR (--inputs DIR | --random-inputs SEED) --outputs DIR [--threads N]
+// korch run --artifact DIR [--emulate] (--inputs DIR | --random-inputs SEED) --outputs DIR [--threads N]
 //
 // File contract (how held-back models are checked; keep exact): each model input is read from
 // DIR/<name>.npy and each output written to OUT/<name>.npy, <name> being the ONNX tensor name with
 // every character outside [A-Za-z0-9_.-] replaced by '_'. --random-inputs SEED makes seeded inputs
 // (the same tensors for a model and its artifact) and writes them to the outputs folder too.
-// --artifact runs a compiled artifact (src/runtime/executable.h) without the optimizer.
+// --artifact runs a compiled artifact (src/runtime/executable.h) without the optimizer, on the
+// device its manifest names; --emulate runs a CUDA artifact on the host emulator instead of a GPU.
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -15,8 +16,9 @@
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/tensor_io.h"
-#include "cpu_flags.h"
+#include "compile_flags.h"
 #include "ir/tensor_compare.h"
+#include "runtime/cpu/cpu_device.h"
 #include "runtime/executable.h"
 #include "support/strings.h"
 
@@ -67,14 +69,18 @@ Command add_run(CLI::App& app) {
     int64_t seed = -1;
     int threads = 2;
     std::string save_artifact;
-    bool check = false;
-    CpuFlags cpu;
+    bool check = false, emulate = false;
+    CompileFlags cpu;
   };
   auto o = std::make_shared<Opts>();
   auto* model_opt = app.add_option("model", o->model, "ONNX model file");
   auto* backend_opt = app.add_option("--backend", o->backend, "Execution backend for a model (reference, cpu)")
                           ->check(CLI::IsMember({"reference", "cpu"}));
   auto* artifact_opt = app.add_option("--artifact", o->artifact, "Run a compiled artifact folder instead of a model");
+  app.add_flag("--emulate", o->emulate,
+               "--artifact of a CUDA artifact: run it on the CPU's CUDA emulator (correctness only; linear steps on "
+               "oneDNN)")
+      ->needs(artifact_opt);
   artifact_opt->excludes(model_opt);
   artifact_opt->excludes(backend_opt);
   auto* in_opt = app.add_option("--inputs", o->inputs, "Folder with one <input name>.npy per model input");
@@ -96,10 +102,12 @@ Command add_run(CLI::App& app) {
     if (o->inputs.empty() && o->seed < 0) fail("give --inputs DIR or --random-inputs SEED");
     // The reference interpreter keeps OpenMP's default unless --threads is given.
     bool cpu = !o->artifact.empty() || o->backend == "cpu";
-    if (cpu || threads_opt->count() > 0) runtime::set_cpu_threads(o->threads);
+    if (cpu || threads_opt->count() > 0) cpu::set_cpu_threads(o->threads);
 
     if (!o->artifact.empty()) {
-      auto exe = runtime::Executable::load(o->artifact);
+      runtime::LoadOptions lo;
+      lo.emulate = o->emulate;
+      auto exe = runtime::Executable::load(o->artifact, lo);
       std::error_code ec;
       fs::create_directories(o->outputs, ec);
       if (ec) fail_io("cannot create output folder '{}': {}", o->outputs, ec.message());
@@ -108,8 +116,13 @@ Command add_run(CLI::App& app) {
       std::vector<Tensor> outs = exe->run(inputs);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       write_outputs(exe->output_names(), outs, o->outputs);
-      fmt::print("ran {} kernels of artifact {} on {} threads in {:.2f} ms{}\n", exe->kernel_count(), o->artifact,
-                 o->threads, ms, exe->rebuilt_library() ? " (rebuilt kernels/libkernels.so first)" : "");
+      const std::string where = exe->device().name() == "cpu" ? fmt::format("on {} threads", o->threads)
+                                                              : "on " + exe->device().name();
+      fmt::print("ran {} kernels of artifact {} {} in {:.2f} ms{}{}\n", exe->kernel_count(), o->artifact, where, ms,
+                 exe->rebuilt_library() ? " (rebuilt its kernel library first)" : "",
+                 exe->device().name() == "cuda-emulator" ? " (CUDA emulation on the CPU: checks correctness; the time "
+                                                          "says nothing about a GPU)"
+                                                        : "");
       return 0;
     }
 
@@ -129,10 +142,11 @@ Command add_run(CLI::App& app) {
     if (o->backend == "cpu") {
       // Compile into an artifact (kept with --save-artifact), then run it like `--artifact` would.
       o->cpu.threads = o->threads;
+      o->cpu.target = "cpu";
       fs::path dir = o->save_artifact.empty() ? fs::temp_directory_path() / fmt::format("korch-run-{}", getpid())
                                               : fs::path(o->save_artifact);
       auto say = [](const std::string& s) { fmt::print("  {}\n", s); std::fflush(stdout); };
-      compile_cpu_artifact(o->model, g, dir.string(), o->cpu.options(say), false);
+      compile_artifact(o->model, g, dir.string(), o->cpu.options(o->model, say), false);
       auto exe = runtime::Executable::load(dir.string());
       exe->run(inputs);  // warm-up: first-run weight reorders and page faults are not the model's time
       auto t0 = std::chrono::steady_clock::now();

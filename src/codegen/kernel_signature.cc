@@ -83,15 +83,6 @@ std::string kernel_signature(const Graph& g, const KernelCandidate& c) {
   return s.str();
 }
 
-std::string content_hash(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
 Graph kernel_subgraph(const Graph& g, const KernelCandidate& c) {
   Graph sub;
   sub.name = "kernel";

@@ -16,6 +16,7 @@
 
 #include "ir/graph.h"
 #include "orchestrate/kernel_candidate.h"
+#include "support/hash.h"
 
 namespace korch {
 
@@ -30,9 +31,6 @@ std::vector<ValueId> kernel_arg_inputs(const Graph& g, const KernelCandidate& c)
 // op type, attributes, operands (argument #k, baked constant, or output #o of local node #j) and
 // output types, then the outputs in c.outputs order.
 std::string kernel_signature(const Graph& g, const KernelCandidate& c);
-
-// 16 hex digits of a 64-bit FNV-1a hash of `text` (stable across runs and machines).
-std::string content_hash(const std::string& text);
 
 // The subgraph of one kernel as a stand-alone graph: argument inputs become graph inputs (in
 // kernel_arg_inputs order), baked constants stay constants, outputs in c.outputs order. What the

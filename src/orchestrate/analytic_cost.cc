@@ -279,7 +279,7 @@ KernelWork kernel_work(const Graph& g, const KernelCandidate& c, const DeviceSpe
 }
 
 KernelCost AnalyticCost::cost(const Graph& g, const KernelCandidate& c) {
-  std::string why = unfusable_reason(g, c);
+  std::string why = unfusable_reason(g, c, rules_);
   if (!why.empty()) return KernelCost::infeasible(std::move(why));
   const KernelWork w = kernel_work(g, c, spec_);
   const double memory = w.bytes_dram / spec_.dram_bandwidth + w.bytes_cached / spec_.cache_bandwidth;

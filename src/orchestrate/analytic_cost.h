@@ -58,14 +58,15 @@ KernelWork kernel_work(const Graph& g, const KernelCandidate& c, const DeviceSpe
 
 class AnalyticCost : public CostProvider {
  public:
-  explicit AnalyticCost(DeviceSpec spec) : spec_(std::move(spec)) {}
+  explicit AnalyticCost(DeviceSpec spec, FusionRules rules = {}) : spec_(std::move(spec)), rules_(std::move(rules)) {}
   std::string name() const override { return "analytic:" + spec_.name; }
-  // Infinite (with the reason) when unfusable_reason() objects; else the roofline above.
+  // Infinite (with the reason) when unfusable_reason(rules) objects; else the roofline above.
   KernelCost cost(const Graph& g, const KernelCandidate& c) override;
   const DeviceSpec& spec() const { return spec_; }
 
  private:
   DeviceSpec spec_;
+  FusionRules rules_;
 };
 
 }  // namespace korch

@@ -222,7 +222,7 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
         if (options.prune_unfusable) {
           KernelCandidate probe;
           probe.nodes = closed;
-          std::string why = unfusable_reason(g, probe);
+          std::string why = unfusable_reason(g, probe, options.rules);
           if (!why.empty()) {
             out.reject(closed, why);
             continue;

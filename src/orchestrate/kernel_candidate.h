@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "orchestrate/fusion_rules.h"
 
 namespace korch {
 
@@ -53,10 +54,11 @@ struct CandidateOptions {
   // under supersets like the other caps, so pruning stays exact for the capped space.
   int max_fanout = 4;
   bool offer_minimal_outputs = true;  // false: no-recompute candidates only (full output sets)
-  // Drop sets that unfusable_reason() (kernel_cost.h) rejects, and stop growing them: the rule is
-  // closed under convex supersets (an offending primitive stays offending), and every convex
-  // subset of an emittable set is emittable, so no emittable candidate is lost.
+  // Drop sets that unfusable_reason(rules) (fusion_rules.h) rejects, and stop growing them: the
+  // rule is closed under convex supersets (an offending primitive stays offending), and every
+  // convex subset of an emittable set is emittable, so no emittable candidate is lost.
   bool prune_unfusable = true;
+  FusionRules rules;  // the target's (Backend::fusion_rules()); the default is the CPU's
   int64_t max_candidates = 4'000'000; // safety stop: enumeration throws kUnsupported beyond it
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "orchestrate/fusion_rules.h"
 #include "orchestrate/kernel_candidate.h"
 
 namespace korch {
@@ -44,10 +45,5 @@ struct CostTable {
 // Asks `provider` for every candidate, in order.
 CostTable fill_cost_table(const Graph& g, const std::vector<KernelCandidate>& candidates,
                           CostProvider& provider);
-
-// Structural fusion rules every backend shares (the backends can only add reasons of their own):
-// a kernel with a linear primitive may only add elementwise/broadcast primitives downstream of it
-// (library epilogues); opaque primitives and operators are alone. Returns "" when emittable.
-std::string unfusable_reason(const Graph& g, const KernelCandidate& c);
 
 }  // namespace korch

@@ -1,7 +1,5 @@
 #include "profile/measured_cost.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -11,14 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "codegen/cpu/cpu_backend.h"
-#include "codegen/cpu/cpu_compiler.h"
+#include "codegen/backend.h"
 #include "codegen/kernel_signature.h"
-#include "ir/interpreter.h"
-#include "ir/random.h"
-#include "ir/tensor_compare.h"
 #include "orchestrate/analytic_cost.h"
-#include "profile/device_id.h"
+#include "profile/kernel_check.h"
 #include "profile/progress.h"
 #include "profile/tuning_db.h"
 #include "support/error.h"
@@ -33,9 +27,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // An optimistic roofline for step 4: no launch cost, every byte at 1.5x the cache bandwidth, twice
 // the library GEMM peak and four times the vector figure. What it calls slower than the measured
 // one-kernel-per-primitive cover is slower in fact.
-DeviceSpec lower_bound_spec() {
-  DeviceSpec s = cpu_spec();
-  s.name = "cpu-lower-bound";
+DeviceSpec lower_bound_spec(DeviceSpec s) {
+  s.name += "-lower-bound";
   s.cache_bandwidth *= 1.5;
   s.dram_bandwidth = s.cache_bandwidth;
   s.peak_linear *= 2;
@@ -73,20 +66,25 @@ MeasureOptions MeasuredCostOptions::quick_measure_options() {
   return m;
 }
 
-MeasuredCpuCost::MeasuredCpuCost(MeasuredCostOptions options) : options_(std::move(options)) {
-  device_ = cpu_device_id(options_.threads);
+MeasuredCost::MeasuredCost(Backend& backend, MeasuredCostOptions options)
+    : backend_(backend), options_(std::move(options)) {
+  runtime::Device* dev = backend_.timing_device();
+  if (!dev)
+    fail_unsupported("measured costs for {} need a device to time kernels on, and {} (use --cost analytic)",
+                     backend_.name(), backend_.timing_unavailable());
+  device_ = dev->id();
   db_ = TuningDb::open(options_.db_path.empty() ? TuningDb::default_path() : options_.db_path);
 }
 
-MeasuredCpuCost::~MeasuredCpuCost() = default;
+MeasuredCost::~MeasuredCost() = default;
 
-std::string MeasuredCpuCost::key_of(const std::string& hash) const {
-  return make_tuning_key(hash, device_, cpu::kCpuGeneratorVersion);
+std::string MeasuredCost::key_of(const std::string& hash) const {
+  return make_tuning_key(hash, device_, backend_.generator_version());
 }
 
-void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
+void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
   auto say = [&](const std::string& s) { if (options_.log) options_.log(s); };
-  omp_set_num_threads(options_.threads);
+  runtime::Device& dev = *backend_.timing_device();
   stats_ = {};
   stats_.candidates = static_cast<int64_t>(candidates.size());
   base_ = candidates.data();
@@ -132,7 +130,7 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
     r.key = key_of(hash);
     r.signature = hash;
     r.device = device_;
-    r.generator = cpu::kCpuGeneratorVersion;
+    r.generator = backend_.generator_version();
     r.status = status;
     r.seconds = seconds;
     r.spread = spread;
@@ -144,29 +142,19 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
   };
 
   // The reference run whose values every kernel is checked against (and fed with).
-  std::vector<Tensor> values(g.values.size());
+  std::vector<Tensor> values;
   bool have_reference = false;
   auto reference = [&] {
     if (have_reference) return;
     auto tr = Clock::now();
-    std::vector<Tensor> inputs = random_inputs(g, options_.seed);
-    for (size_t i = 0; i < g.inputs.size(); ++i) values[static_cast<size_t>(g.inputs[i])] = inputs[i];
-    InterpreterOptions io;
-    io.on_node = [&](NodeId n, const std::vector<Tensor>& outs) {
-      const Node& node = g.nodes[static_cast<size_t>(n)];
-      for (size_t o = 0; o < outs.size() && o < node.outputs.size(); ++o)
-        if (node.outputs[o] != kNoValue) values[static_cast<size_t>(node.outputs[o])] = outs[o];
-    };
-    interpret(g, inputs, io);
-    for (size_t v = 0; v < g.values.size(); ++v)
-      if (g.values[v].is_constant()) values[v] = *g.values[v].constant;
+    values = reference_values(g, options_.seed);
     have_reference = true;
     stats_.seconds_reference += since(tr);
   };
 
   ProgressOptions bar_options;
   if (!options_.progress) bar_options.enabled = false;  // else KORCH_PROGRESS decides
-  AnalyticCost lower_bound(lower_bound_spec());
+  AnalyticCost lower_bound(lower_bound_spec(backend_.analytic_spec()), backend_.fusion_rules());
   std::map<NodeId, std::string> singleton_hash;
   for (size_t i = 0; i < candidates.size(); ++i)
     if (candidates[i].nodes.size() == 1 && !candidates[i].minimal_outputs)
@@ -175,10 +163,10 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
   // Generates, compiles, checks and times `batch` (hashes).
   auto run_batch = [&](const std::vector<std::string>& batch, const std::string& what) {
     auto te = Clock::now();
-    std::vector<std::unique_ptr<cpu::EmittedKernel>> emitted;
+    std::vector<std::unique_ptr<EmittedKernel>> emitted;
     std::vector<std::string> hashes;
     for (const std::string& h : batch) {
-      auto k = std::make_unique<cpu::EmittedKernel>(cpu::emit_cpu_kernel(g, candidates[static_cast<size_t>(first_of[h])]));
+      auto k = std::make_unique<EmittedKernel>(backend_.emit(g, candidates[static_cast<size_t>(first_of[h])]));
       if (!k->ok) {
         ++stats_.unemittable;
         record(h, TuningStatus::kUnemittable, 0, 0, 0, k->reason);
@@ -192,18 +180,18 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
 
     // Compile in units; a unit that fails is split so one bad kernel costs only itself.
     auto tc = Clock::now();
-    std::vector<std::shared_ptr<cpu::KernelLibrary>> lib_of(emitted.size());
+    std::vector<std::shared_ptr<runtime::KernelModule>> module_of(emitted.size());
     std::vector<std::string> source_of(emitted.size());
     std::vector<std::vector<size_t>> units;
     for (size_t i = 0; i < emitted.size(); ++i) {
-      if (emitted[i]->function_source.empty()) continue;  // a linear step alone
+      if (emitted[i]->source.empty()) continue;  // a library call or a reference op alone
       if (units.empty() || units.back().size() >= static_cast<size_t>(options_.kernels_per_unit)) units.emplace_back();
       units.back().push_back(i);
     }
     auto unit_source = [&](const std::vector<size_t>& u) {
-      std::vector<const cpu::EmittedKernel*> ks;
+      std::vector<const EmittedKernel*> ks;
       for (size_t i : u) ks.push_back(emitted[i].get());
-      return cpu::cpu_translation_unit(ks);
+      return backend_.translation_unit(ks);
     };
     std::vector<std::string> sources;
     for (const auto& u : units) sources.push_back(unit_source(u));
@@ -211,12 +199,12 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
     std::vector<bool> compile_failed(emitted.size(), false);
     try {
       ProgressBar cbar(what + ": compiling", static_cast<int64_t>(units.size()), stderr, bar_options);
-      auto compiled = cpu::compile_sources(sources, cpu::default_cpu_compiler(), [&] { cbar.tick(); });
+      auto compiled = backend_.compile(sources, dev, [&] { cbar.tick(); });
       cbar.finish();
       for (size_t u = 0; u < units.size(); ++u) {
         (compiled[u].cached ? stats_.units_cached : stats_.units_compiled)++;
         for (size_t i : units[u]) {
-          lib_of[i] = compiled[u].library;
+          module_of[i] = compiled[u].module;
           source_of[i] = compiled[u].source_path;
         }
       }
@@ -225,8 +213,8 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
       for (const auto& u : units)
         for (size_t i : u) {
           try {
-            auto one = cpu::compile_sources({unit_source({i})});
-            lib_of[i] = one[0].library;
+            auto one = backend_.compile({unit_source({i})}, dev);
+            module_of[i] = one[0].module;
             source_of[i] = one[0].source_path;
           } catch (const Error& e) {
             compile_failed[i] = true;
@@ -245,7 +233,7 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
     for (size_t i = 0; i < emitted.size(); ++i) {
       bar.tick();
       if (compile_failed[i]) continue;
-      const cpu::EmittedKernel& k = *emitted[i];
+      const EmittedKernel& k = *emitted[i];
       const std::string& h = hashes[i];
       // An in-flight record left by a process that died is in `known` (read once above).
       auto prev = known.find(key_of(h));
@@ -256,30 +244,20 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
         continue;
       }
       record(h, TuningStatus::kInFlight, 0, 0, attempt, source_of[i]);
-      std::string where = source_of[i].empty() ? "linear step " + k.hash : source_of[i] + " (" + k.recipe.symbol + ")";
+      std::string where = source_of[i].empty() ? "library step " + k.hash : source_of[i] + " (" + k.entry + ")";
       try {
-        cpu::CpuKernel kernel(k.recipe, lib_of[i]);
-        std::vector<const void*> in;
-        for (ValueId v : k.arg_inputs) in.push_back(values[static_cast<size_t>(v)].raw());
-        std::vector<Tensor> outs;
-        std::vector<void*> out;
-        for (const TensorType& ty : k.recipe.outputs) {
-          outs.emplace_back(ty);
-          out.push_back(outs.back().raw());
-        }
-        kernel.run(in.data(), out.data());
-        std::string bad;
-        for (size_t o = 0; o < outs.size() && bad.empty(); ++o) {
-          std::string d = rel_l2_diff(outs[o], values[static_cast<size_t>(k.outputs[o])], options_.tolerance);
-          if (!d.empty()) bad = fmt::format("output '{}': {}", g.value(k.outputs[o]).name, d);
-        }
+        std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, module_of[i]);
+        KernelProbe probe(dev, *kernel, k, g, values);
+        std::string bad = probe.check(options_.tolerance);
         if (!bad.empty()) {
           ++stats_.failed;
           record(h, TuningStatus::kFailed, 0, 0, 0, where + ": " + bad);
           if (stats_.failures.size() < 8) stats_.failures.push_back(where + ": " + bad);
           continue;
         }
-        Measurement m = measure([&] { kernel.run(in.data(), out.data()); }, options_.measure);
+        MeasureOptions mo = options_.measure;
+        if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
+        Measurement m = measure([&] { probe.run(); }, mo);
         ++stats_.measured;
         record(h, TuningStatus::kOk, m.median, m.spread, m.reps, where);
       } catch (const Error& e) {
@@ -332,7 +310,7 @@ void MeasuredCpuCost::prepare(const Graph& g, const std::vector<KernelCandidate>
                   stats_.units_cached, stats_.seconds_measure));
 }
 
-KernelCost MeasuredCpuCost::cost(const Graph& g, const KernelCandidate& c) {
+KernelCost MeasuredCost::cost(const Graph& g, const KernelCandidate& c) {
   std::string hash;
   if (base_ && &c >= base_ && &c < base_ + hash_of_.size()) hash = hash_of_[static_cast<size_t>(&c - base_)];
   else hash = content_hash(kernel_signature(g, c));

@@ -1,20 +1,21 @@
-// The measured CPU cost provider: every candidate kernel is generated, compiled, checked against
-// the reference interpreter and timed on this machine; results persist in the tuning database.
+// The measuring driver, one for every backend (codegen/backend.h): every candidate kernel is
+// generated, compiled, checked against the reference interpreter and timed on the backend's
+// timing device; results persist in the tuning database.
 //
 // prepare() does the work for the whole candidate list at once:
 //   1. canonical signature per candidate (kernel_signature.h); identical kernels are handled once;
-//   2. tuning-database lookup by (signature, device, generator version): hits cost nothing;
-//   3. the rest is generated (emit_cpu_kernel); what cannot be emitted costs infinity with the
+//   2. tuning-database lookup by (signature, device id, generator version): hits cost nothing;
+//   3. the rest is generated (Backend::emit); what cannot be emitted costs infinity with the
 //      generator's reason;
 //   4. single-primitive kernels are measured first; a larger kernel whose analytic lower bound
 //      (an optimistic roofline) already exceeds the measured cost of its primitives run one by one
 //      is skipped (that cover computes everything the kernel does, so the kernel can never be in
 //      an optimal plan) and reported;
-//   5. the rest is compiled in batches (many kernels per translation unit, cpu_compiler.h);
+//   5. the rest is compiled in batches (many kernels per translation unit, Backend::compile);
 //   6. each kernel runs on the values of one reference-interpreter run of the whole graph on seeded
-//      random inputs (its inputs are the reference's values, so no per-kernel interpreter run and
-//      no implausible inputs); outputs outside 1e-4 relative L2 of the reference mark it failed
-//      (infinite cost, with its source path); the rest is timed (measure.h) and stored.
+//      random inputs (kernel_check.h); outputs outside 1e-4 relative L2 of the reference mark it
+//      failed (infinite cost, with its source path); the rest is timed (measure.h, with the
+//      device's synchronising clock) and stored.
 // Every record is committed as soon as it exists, so a killed compile loses at most the kernel in
 // flight. A kernel that was in flight when a previous process died is retried once; if it is
 // found in flight again (it crashes the process), it is recorded as failed.
@@ -31,11 +32,11 @@
 
 namespace korch {
 
+class Backend;
 class TuningDb;
 
 struct MeasuredCostOptions {
   std::string db_path;          // "" = TuningDb::default_path()
-  int threads = 2;              // OpenMP threads kernels run with (part of the device id)
   bool prune = true;            // step 4
   int kernels_per_unit = 120;   // kernels per translation unit
   MeasureOptions measure = quick_measure_options();
@@ -55,10 +56,11 @@ struct MeasuredCostStats {
   std::vector<std::string> pruned_examples;  // first few
 };
 
-class MeasuredCpuCost : public CostProvider {
+class MeasuredCost : public CostProvider {
  public:
-  explicit MeasuredCpuCost(MeasuredCostOptions options = {});
-  ~MeasuredCpuCost() override;
+  // Throws korch::Error (kUnsupported) when the backend has no timing device here.
+  MeasuredCost(Backend& backend, MeasuredCostOptions options = {});
+  ~MeasuredCost() override;
   std::string name() const override { return "measured:" + device_; }
   void prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) override;
   KernelCost cost(const Graph& g, const KernelCandidate& c) override;
@@ -67,6 +69,7 @@ class MeasuredCpuCost : public CostProvider {
 
  private:
   std::string key_of(const std::string& hash) const;
+  Backend& backend_;
   MeasuredCostOptions options_;
   std::string device_;
   std::unique_ptr<TuningDb> db_;

@@ -19,10 +19,11 @@
 #include <map>
 #include <set>
 
-#include "codegen/cpu/cpu_compiler.h"
 #include "ir/dtype.h"
+#include "runtime/kernel_recipe.h"
 #include "runtime/memory_plan.h"
 #include "support/error.h"
+#include "support/file_io.h"
 
 #ifndef KORCH_VERSION
 #define KORCH_VERSION "unknown"
@@ -37,12 +38,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) fail_io("cannot write {}", path.string());
-}
 
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
@@ -51,17 +46,6 @@ std::string utc_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-// First line of `cxx --version`; "unknown" when it does not run (a cache hit needs no compiler).
-std::string compiler_version_line(const std::string& cxx) {
-  FILE* p = popen((cxx + " --version 2>/dev/null").c_str(), "r");
-  if (!p) return "unknown";
-  char buf[512] = {0};
-  std::string line = fgets(buf, sizeof buf, p) ? std::string(buf) : "";
-  int status = pclose(p);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-  return status == 0 && !line.empty() ? line : "unknown";
 }
 
 // One line per top-level key, and one per element of a top-level array of objects (a buffer, a
@@ -90,19 +74,6 @@ nlohmann::json buffer_json(int id, const char* kind, const Value& v) {
           {"shape", v.type.shape}, {"bytes", v.type.byte_size()}};
 }
 
-std::string build_script(const cpu::CompilerConfig& config) {
-  std::string cxx = config.cxx.substr(0, config.cxx.find(' '));
-  return "#!/bin/sh\n"
-         "# Rebuilds libkernels.so from kernels.cc; korch runs it when the library is missing or does\n"
-         "# not load. `sh build.sh` writes libkernels.so here (through a temporary, then a rename).\n"
-         "set -e\n"
-         "case \"$0\" in */*) cd \"${0%/*}\" ;; esac\n"
-         "command -v " + cxx + " >/dev/null 2>&1 || { echo \"the C++ compiler '" + cxx +
-         "' is not installed (install build-essential, or set KORCH_CXX when compiling)\" >&2; exit 127; }\n" +
-         cpu::compile_command(config, "kernels.cc", "libkernels.so.tmp") + "\n" +
-         "mv -f libkernels.so.tmp libkernels.so\n";
-}
-
 }  // namespace
 
 MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
@@ -110,29 +81,31 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
   const Graph& g = *c.graph;
   const fs::path root(dir);
   std::error_code ec;
-  fs::create_directories(root / "kernels", ec);
-  if (ec) fail_io("cannot create artifact folder {}: {}", (root / "kernels").string(), ec.message());
+  fs::create_directories(root, ec);
+  if (ec) fail_io("cannot create artifact folder {}: {}", root.string(), ec.message());
 
   // Which values are available before each kernel runs: graph inputs and constants, then outputs.
   std::set<ValueId> available(g.inputs.begin(), g.inputs.end());
   for (size_t v = 0; v < g.values.size(); ++v)
     if (g.values[v].is_constant()) available.insert(static_cast<ValueId>(v));
   std::vector<StepIo> steps;
+  std::vector<KernelRecipeBase> ios;
   for (size_t k = 0; k < c.kernels.size(); ++k) {
     const ArtifactKernel& ak = c.kernels[k];
-    const auto& r = ak.recipe;
+    ios.push_back(KernelRecipeBase::from_json(ak.recipe));
+    const KernelRecipeBase& r = ios.back();
     KORCH_CHECK(ak.args.size() == r.inputs.size() + r.outputs.size(), "kernel {} ({}): {} args for {} inputs + {} outputs",
-                k, r.symbol, ak.args.size(), r.inputs.size(), r.outputs.size());
+                k, ak.note, ak.args.size(), r.inputs.size(), r.outputs.size());
     StepIo io;
     for (size_t a = 0; a < ak.args.size(); ++a) {
       ValueId v = ak.args[a];
       bool is_input = a < r.inputs.size();
       const TensorType& want = is_input ? r.inputs[a] : r.outputs[a - r.inputs.size()];
       KORCH_CHECK(v >= 0 && static_cast<size_t>(v) < g.values.size() && g.type(v) == want,
-                  "kernel {} ({}) argument {}: value {} does not have the recipe's type {}", k, r.symbol, a, v,
+                  "kernel {} ({}) argument {}: value {} does not have the recipe's type {}", k, ak.note, a, v,
                   type_str(want));
       if (is_input) {
-        KORCH_CHECK(available.count(v), "kernel {} ({}) reads {} before any kernel writes it", k, r.symbol,
+        KORCH_CHECK(available.count(v), "kernel {} ({}) reads {} before any kernel writes it", k, ak.note,
                     g.value(v).name);
         io.reads.push_back(v);
       } else {
@@ -174,9 +147,9 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
 
   // weights.bin: constants read as kernel arguments or copied to outputs, each 64-byte aligned.
   std::vector<ValueId> weights;
-  for (const auto& ak : c.kernels)
-    for (size_t a = 0; a < ak.recipe.inputs.size(); ++a)
-      if (g.value(ak.args[a]).is_constant() && !buffer_of.count(ak.args[a])) {
+  for (size_t k = 0; k < c.kernels.size(); ++k)
+    for (size_t a = 0; a < ios[k].inputs.size(); ++a)
+      if (const ArtifactKernel& ak = c.kernels[k]; g.value(ak.args[a]).is_constant() && !buffer_of.count(ak.args[a])) {
         buffer_of[ak.args[a]] = -1;  // placeholder, assigned below
         weights.push_back(ak.args[a]);
       }
@@ -195,7 +168,7 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
     blob.resize(static_cast<size_t>(align64(static_cast<int64_t>(blob.size()))), '\0');
     buffer_of[v] = id;
   }
-  write_text(root / "weights.bin", blob);
+  write_file_bytes((root / "weights.bin").string(), blob);
 
   ArenaPlan arena = plan_arena(g, steps);
   for (const auto& [v, offset] : arena.offset) {
@@ -212,18 +185,11 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
   mem.intermediate_bytes = arena.intermediate_bytes;
   mem.weights_bytes = static_cast<int64_t>(blob.size());
 
-  // kernels.cc: each loop function once (kernels with one signature share one symbol).
-  std::string source = c.prelude + "\n";
-  std::map<std::string, const std::string*> functions;
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& ak : c.kernels) {
     nlohmann::json args = nlohmann::json::array();
     for (ValueId v : ak.args) args.push_back(buffer_of.at(v));
-    kernels.push_back({{"recipe", ak.recipe.to_json()}, {"args", args}, {"note", ak.note}});
-    if (ak.recipe.symbol.empty()) continue;
-    auto [it, fresh] = functions.emplace(ak.recipe.symbol, &ak.function_source);
-    KORCH_CHECK(fresh || *it->second == ak.function_source, "two different functions named {}:\n{}\n---\n{}", ak.recipe.symbol, *it->second, ak.function_source);
-    if (fresh) source += ak.function_source + "\n";
+    kernels.push_back({{"recipe", ak.recipe}, {"args", args}, {"note", ak.note}});
   }
 
   nlohmann::json program = {{"format", "korch-program"},
@@ -241,38 +207,23 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
                               {"unfused_arena_bytes", mem.unfused_arena_bytes},
                               {"intermediate_bytes", mem.intermediate_bytes},
                               {"weights_bytes", mem.weights_bytes}}}};
-  write_text(root / "program.json", program_text(program));
+  write_file_bytes((root / "program.json").string(), program_text(program));
 
-  const cpu::CompilerConfig config = cpu::default_cpu_compiler();
-  write_text(root / "kernels" / "kernels.cc", source);
-  write_text(root / "kernels" / "build.sh", build_script(config));
-  fs::permissions(root / "kernels" / "build.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                  fs::perm_options::add, ec);
-  if (!functions.empty()) {
-    std::vector<cpu::CompiledSource> compiled = cpu::compile_sources({source}, config);
-    fs::path lib = root / "kernels" / "libkernels.so", tmp = root / "kernels" / "libkernels.so.tmp";
-    fs::copy_file(compiled[0].library_path, tmp, fs::copy_options::overwrite_existing, ec);
-    if (!ec) fs::rename(tmp, lib, ec);
-    if (ec) fail_io("cannot copy {} to {}: {}", compiled[0].library_path, lib.string(), ec.message());
-  } else {
-    fs::remove(root / "kernels" / "libkernels.so", ec);  // nothing to load: no stale library either
-  }
-
+  nlohmann::json module = c.write_module ? c.write_module(dir) : nlohmann::json::object();
   nlohmann::json manifest = {{"format", kArtifactFormat},
                              {"version", kArtifactVersion},
                              {"korch_version", KORCH_VERSION},
-                             {"generator_version", cpu::kCpuGeneratorVersion},
-                             {"compiler", {{"command", cpu::compile_command(config, "kernels.cc", "libkernels.so")},
-                                           {"version", compiler_version_line(config.cxx)}}},
                              {"created", utc_now()},
-                             {"device", "cpu"},
+                             {"device", c.device},
                              {"model", g.name},
                              {"kernels", c.kernels.size()},
                              {"memory", program["memory"]}};
+  if (module.is_object())
+    for (const auto& [k, v] : module.items()) manifest[k] = v;
   if (std::string(KORCH_GIT_DESCRIBE).size()) manifest["korch_git"] = KORCH_GIT_DESCRIBE;
   if (c.manifest_extra.is_object())
     for (const auto& [k, v] : c.manifest_extra.items()) manifest[k] = v;
-  write_text(root / "manifest.json", manifest.dump(2) + "\n");
+  write_file_bytes((root / "manifest.json").string(), manifest.dump(2) + "\n");
   return mem;
 }
 

@@ -7,10 +7,11 @@
 //                     note), input/output names in order, arena bytes and the memory report
 //   weights.bin       every constant a kernel reads as an argument (and constant graph outputs),
 //                     each at a 64-byte-aligned offset; baked constants are inside the code
-//   kernels/kernels.cc  the translation unit: prelude + every kernel's function, each once
-//   kernels/build.sh    the exact compile command (`sh build.sh [OUT]`, OUT = libkernels.so)
-//   kernels/libkernels.so
-// The compile command also puts plan.json and primitives.txt here; nothing in runtime reads them.
+//   kernels/          the device's kernel module, written by its backend: for "cpu"
+//                     kernels.cc + build.sh + libkernels.so (runtime/cpu/cpu_module.h), for
+//                     "cuda" kernels.cu + kernels.ptx (runtime/cuda/cuda_module.h)
+// manifest.json's "device" tag says which device runs it (runtime/device.h). The compile command
+// also puts plan.json and primitives.txt here; nothing in runtime reads them.
 // program.json's layout is documented in artifact.cc next to the code that writes it; the
 // loader (executable.h) validates everything it reads and names the file on any error.
 #pragma once
@@ -20,9 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/cpu/cpu_kernel.h"
-#include "runtime/memory_plan.h"
+#include <functional>
+
 #include "ir/graph.h"
+#include "runtime/memory_plan.h"
 
 namespace korch::runtime {
 
@@ -30,25 +32,26 @@ constexpr int kArtifactVersion = 1;
 constexpr const char* kArtifactFormat = "korch-artifact";
 
 struct ArtifactKernel {
-  cpu::CpuKernelRecipe recipe;
+  nlohmann::json recipe;        // the device's recipe (device.h: carries inputs/outputs/scratch)
   std::vector<ValueId> args;    // recipe inputs then recipe outputs, as graph values
-  std::string function_source;  // the C++ of recipe.symbol ("" when the kernel has no loop function)
   std::string note;             // for people: what the kernel computes (op list, source nodes)
 };
 
 struct ArtifactContents {
   const Graph* graph = nullptr;
+  std::string device = "cpu";           // manifest.json's "device": which device runs it
   std::vector<ArtifactKernel> kernels;  // execution order
-  std::string prelude;                  // includes and helpers shared by every function
+  // Writes dir/kernels/ (the device's module) and returns manifest fields that describe it
+  // (e.g. {"generator_version", "compiler"}). May be empty when no kernel has generated code.
+  std::function<nlohmann::json(const std::string& dir)> write_module;
   nlohmann::json manifest_extra = nlohmann::json::object();  // merged into manifest.json last
 };
 
-// Creates `dir` (and kernels/), writes every file listed above and compiles kernels.cc through
-// cpu::compile_sources (a cache hit runs no compiler), copying the library in.
+// Creates `dir`, writes every file listed above (the module through write_module).
 // Before: kernels are in an order where every argument input is a graph input, a constant or an
 // output of an earlier kernel; each args matches its recipe's types; every graph output is
 // written by a kernel or is a graph input/constant (KORCH_CHECKed: Korch's own invariants).
-// Throws korch::Error when a file cannot be written or the sources do not compile.
+// Throws korch::Error when a file cannot be written or the module cannot be built.
 // Returns the memory report it wrote into program.json.
 MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c);
 

@@ -1,28 +1,17 @@
 #include "runtime/executable.h"
 
-#include "support/process.h"
-
-#include "codegen/cpu/cpu_linear.h"
-
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
-
 #include <fcntl.h>
-#include <omp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
-#include "codegen/cpu/cpu_compiler.h"
-#include "codegen/cpu/cpu_kernel.h"
 #include "ir/dtype.h"
 #include "runtime/artifact.h"
+#include "runtime/kernel_recipe.h"
 #include "support/error.h"
 #include "support/file_io.h"
 
@@ -44,7 +33,7 @@ nlohmann::json parse_json_file(const std::string& path) {
 
 }  // namespace
 
-std::unique_ptr<Executable> Executable::load(const std::string& dir) {
+std::unique_ptr<Executable> Executable::load(const std::string& dir, const LoadOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail_io("artifact folder '{}' does not exist", dir);
   const std::string manifest_path = (fs::path(dir) / "manifest.json").string();
@@ -58,6 +47,8 @@ std::unique_ptr<Executable> Executable::load(const std::string& dir) {
   if (x->manifest_.value("version", -1) != kArtifactVersion)
     fail("{}: artifact version {} but this korch reads version {}; recompile the model", manifest_path,
          x->manifest_.value("version", nlohmann::json(nullptr)).dump(), kArtifactVersion);
+  const nlohmann::json tag = x->manifest_.value("device", nlohmann::json("cpu"));
+  if (!tag.is_string()) fail("{}: \"device\" is not a string", manifest_path);
 
   const std::string program_path = (fs::path(dir) / "program.json").string();
   nlohmann::json program = parse_json_file(program_path);
@@ -66,74 +57,50 @@ std::unique_ptr<Executable> Executable::load(const std::string& dir) {
   } catch (const nlohmann::json::exception& e) {
     fail("{}: malformed program: {}", program_path, e.what());
   }
-  x->map_weights((fs::path(dir) / "weights.bin").string(), program.at("weights_bytes").get<int64_t>());
+  DeviceOptions dopt;
+  dopt.emulate = options.emulate;
+  dopt.cpu_threads = options.cpu_threads;
+  x->device_ = open_device(tag.get<std::string>(), dopt);
+  Device& dev = *x->device_;
+  x->place_weights((fs::path(dir) / "weights.bin").string(), program.at("weights_bytes").get<int64_t>());
 
-  std::shared_ptr<cpu::KernelLibrary> lib;
-  bool needs_library = false;
-  for (const auto& k : program.at("kernels")) needs_library |= !k.at("recipe").at("symbol").get<std::string>().empty();
-  if (needs_library) lib = x->open_library(dir);
+  bool needs_module = false;
+  for (const auto& k : program.at("kernels")) needs_module |= dev.uses_module(k.at("recipe"));
+  if (needs_module) x->module_ = dev.load_module(dir);
+  x->rebuilt_ = x->module_ && x->module_->rebuilt();
   size_t i = 0;
   for (const auto& k : program.at("kernels")) {
-    Step& s = x->steps_[i++];
-    s.kernel = std::make_unique<cpu::CpuKernel>(cpu::CpuKernelRecipe::from_json(k.at("recipe")), lib);
+    Step& s = x->steps_[i];
+    try {
+      s.kernel = dev.make_kernel(k.at("recipe"), x->module_);
+    } catch (const Error& e) {
+      rethrow_with_context(e, fmt::format("{}: kernel {}", program_path, i));
+    }
+    ++i;
   }
 
-  if (x->arena_bytes_ > 0) {
-    size_t size = static_cast<size_t>((x->arena_bytes_ + 63) / 64 * 64);
-    x->arena_ = static_cast<std::byte*>(std::aligned_alloc(64, size));
-    if (!x->arena_) fail_io("out of memory: the artifact's arena needs {} bytes", size);
-  }
+  if (x->arena_bytes_ > 0) x->arena_ = static_cast<std::byte*>(x->device_buffer(x->arena_bytes_));
   x->ptrs_.assign(x->buffers_.size(), nullptr);
+  x->staging_.assign(x->buffers_.size(), nullptr);
   for (size_t b = 0; b < x->buffers_.size(); ++b) {
     const Buffer& buf = x->buffers_[b];
     if (buf.kind == Kind::kWeight) x->ptrs_[b] = const_cast<std::byte*>(x->weights_) + buf.offset;
     if (buf.kind == Kind::kArena) x->ptrs_[b] = x->arena_ + buf.offset;
+    if (!dev.host_memory() && (buf.kind == Kind::kInput || buf.kind == Kind::kOutput))
+      x->staging_[b] = x->device_buffer(buf.type.byte_size());
   }
-  if (!std::getenv("KORCH_NO_LAYOUT_HANDOFF")) x->hand_off_layouts();
+  ProgramView view;
+  for (Step& s : x->steps_) view.steps.push_back({s.kernel.get(), s.inputs, s.outputs});
+  for (const Buffer& b : x->buffers_) view.is_arena.push_back(b.kind == Kind::kArena);
+  view.ptrs = &x->ptrs_;
+  x->specialized_ = dev.specialize(view);
   return x;
 }
 
-// Layout handoff (cpu_linear.h): an arena value written by a kernel that is only a linear step
-// and read only as the src of kernels that are only linear steps wanting the same layout stays in
-// that layout, in a buffer of its own (a blocked layout pads channels, so it may not fit the arena
-// slot planned for the plain tensor).
-void Executable::hand_off_layouts() {
-  std::vector<int> writer(buffers_.size(), -1);
-  std::vector<std::vector<std::pair<int, int>>> readers(buffers_.size());  // (step, input position)
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    for (size_t a = 0; a < steps_[i].outputs.size(); ++a) writer[static_cast<size_t>(steps_[i].outputs[a])] = static_cast<int>(i);
-    for (size_t a = 0; a < steps_[i].inputs.size(); ++a)
-      readers[static_cast<size_t>(steps_[i].inputs[a])].emplace_back(static_cast<int>(i), static_cast<int>(a));
-  }
-  for (size_t b = 0; b < buffers_.size(); ++b) {
-    if (buffers_[b].kind != Kind::kArena || writer[b] < 0 || readers[b].empty()) continue;
-    Step& w = steps_[static_cast<size_t>(writer[b])];
-    cpu::LinearStep* producer = w.kernel->only_linear_step();
-    if (!producer) continue;
-    const int out_slot = static_cast<int>(w.inputs.size()) +
-                         static_cast<int>(std::find(w.outputs.begin(), w.outputs.end(), static_cast<int>(b)) - w.outputs.begin());
-    const std::string layout = producer->dst_layout();
-    if (layout.empty() || producer->result_slot() != out_slot) continue;
-    bool ok = true;
-    for (auto [step, pos] : readers[b]) {
-      cpu::LinearStep* c = steps_[static_cast<size_t>(step)].kernel->only_linear_step();
-      ok = ok && c &&
-           ((c->src_slot() == pos && c->reads_only_as_src(pos) && c->src_layout() == layout) ||
-            (c->reads_only_as_sum(pos) && c->dst_layout() == layout));
-    }
-    if (!ok) continue;
-    void* p = std::aligned_alloc(64, static_cast<size_t>((producer->dst_layout_bytes() + 63) / 64 * 64));
-    if (!p) fail_io("out of memory for a {}-byte layout handoff buffer", producer->dst_layout_bytes());
-    handoff_buffers_.emplace_back(p);
-    ptrs_[b] = p;
-    producer->set_dst_in_layout(true);
-    for (auto [step, pos] : readers[b]) {
-      cpu::LinearStep* c = steps_[static_cast<size_t>(step)].kernel->only_linear_step();
-      if (c->src_slot() == pos) c->set_src_in_layout(true);
-      else c->set_sum_in_layout(true);
-    }
-    ++handoffs_;
-  }
+void* Executable::device_buffer(int64_t bytes) {
+  void* p = device_->alloc(bytes);
+  device_buffers_.push_back(p);
+  return p;
 }
 
 void Executable::parse_program(const nlohmann::json& j, const std::string& path) {
@@ -195,26 +162,26 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
   }
   for (const auto& k : j.at("kernels")) {
     size_t index = steps_.size();
-    cpu::CpuKernelRecipe r;
+    KernelRecipeBase r;
     try {
-      r = cpu::CpuKernelRecipe::from_json(k.at("recipe"));
+      r = KernelRecipeBase::from_json(k.at("recipe"));
     } catch (const Error& e) {
       rethrow_with_context(e, fmt::format("{}: kernel {}", path, index));
     }
     const auto& args = k.at("args");
     if (args.size() != r.inputs.size() + r.outputs.size())
-      fail("{}: kernel {} ({}) has {} arguments for {} inputs and {} outputs", path, index, r.symbol, args.size(),
-           r.inputs.size(), r.outputs.size());
+      fail("{}: kernel {} has {} arguments for {} inputs and {} outputs", path, index, args.size(), r.inputs.size(),
+           r.outputs.size());
     Step s;
     for (size_t a = 0; a < args.size(); ++a) {
       int id = buffer_ref(args[a], "a kernel argument");
       bool is_input = a < r.inputs.size();
       const TensorType& want = is_input ? r.inputs[a] : r.outputs[a - r.inputs.size()];
       if (buffers_[id].type != want)
-        fail("{}: kernel {} ({}) argument {} is buffer {} of type {}, but the kernel takes {}", path, index, r.symbol,
-             a, id, type_str(buffers_[id].type), type_str(want));
+        fail("{}: kernel {} argument {} is buffer {} of type {}, but the kernel takes {}", path, index, a, id,
+             type_str(buffers_[id].type), type_str(want));
       if (!is_input && (buffers_[id].kind == Kind::kInput || buffers_[id].kind == Kind::kWeight))
-        fail("{}: kernel {} ({}) writes buffer {}, an input or weight", path, index, r.symbol, id);
+        fail("{}: kernel {} writes buffer {}, an input or weight", path, index, id);
       (is_input ? s.inputs : s.outputs).push_back(id);
     }
     s.in_ptrs.resize(s.inputs.size());
@@ -229,7 +196,7 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
   memory_.weights_bytes = m.at("weights_bytes").get<int64_t>();
 }
 
-void Executable::map_weights(const std::string& path, int64_t bytes) {
+void Executable::place_weights(const std::string& path, int64_t bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail_io("cannot open {}: {}", path, std::strerror(errno));
   struct stat st {};
@@ -249,66 +216,66 @@ void Executable::map_weights(const std::string& path, int64_t bytes) {
     weights_map_bytes_ = static_cast<size_t>(bytes);
   }
   ::close(fd);
-}
-
-std::shared_ptr<cpu::KernelLibrary> Executable::open_library(const std::string& dir) {
-  const fs::path lib = fs::path(dir) / "kernels" / "libkernels.so";
-  const fs::path script = fs::path(dir) / "kernels" / "build.sh";
-  std::string why = "missing";
-  std::error_code ec;
-  if (fs::exists(lib, ec)) {
-    try {
-      return cpu::KernelLibrary::open(lib.string());
-    } catch (const Error& e) {
-      why = std::string("unloadable (") + e.what() + ")";
-    }
+  if (bytes > 0 && !device_->host_memory()) {  // upload once; the mapping is not needed after
+    auto* copy = static_cast<std::byte*>(device_buffer(bytes));
+    device_->upload(copy, weights_, bytes);
+    munmap(const_cast<std::byte*>(weights_), weights_map_bytes_);
+    weights_map_bytes_ = 0;
+    weights_ = copy;
   }
-  if (!fs::exists(script, ec))
-    fail_io("{} is {} and {}, which would rebuild it, is missing too", lib.string(), why, script.string());
-  std::string log;
-  if (run_shell("/bin/sh " + shell_quote(script.string()), &log) != 0)
-    fail_io("{} is {}; rebuilding it with {} failed: {}", lib.string(), why, script.string(), log.substr(0, 2000));
-  rebuilt_ = true;
-  return cpu::KernelLibrary::open(lib.string());
 }
 
 Executable::~Executable() {
-  steps_.clear();  // kernels before the library and buffers they point into
-  if (weights_) munmap(const_cast<std::byte*>(weights_), weights_map_bytes_);
-  std::free(arena_);
+  steps_.clear();  // kernels before the module and buffers they point into
+  module_.reset();
+  if (weights_map_bytes_) munmap(const_cast<std::byte*>(weights_), weights_map_bytes_);
+  for (void* p : device_buffers_) device_->free(p);
 }
 
 std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   if (inputs.size() != input_buffers_.size())
     fail("the artifact takes {} inputs ({}), got {}", input_buffers_.size(), fmt::join(input_names_, ", "),
          inputs.size());
+  Device& dev = *device_;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].type() != input_types_[i])
       fail("input '{}' expects {} but got {}", input_names_[i], type_str(input_types_[i]), type_str(inputs[i].type()));
-    ptrs_[static_cast<size_t>(input_buffers_[i])] = const_cast<std::byte*>(inputs[i].raw());
+    const size_t b = static_cast<size_t>(input_buffers_[i]);
+    if (dev.host_memory()) {
+      ptrs_[b] = const_cast<std::byte*>(inputs[i].raw());
+    } else {
+      dev.upload(staging_[b], inputs[i].raw(), static_cast<int64_t>(inputs[i].nbytes()));
+      ptrs_[b] = staging_[b];
+    }
   }
   std::vector<Tensor> outputs;
   outputs.reserve(output_buffers_.size());
   for (int id : output_buffers_) {
     outputs.emplace_back(buffers_[static_cast<size_t>(id)].type);
-    ptrs_[static_cast<size_t>(id)] = outputs.back().raw();
+    ptrs_[static_cast<size_t>(id)] = dev.host_memory() ? outputs.back().raw() : staging_[static_cast<size_t>(id)];
   }
   for (Step& s : steps_) {
     for (size_t a = 0; a < s.inputs.size(); ++a) s.in_ptrs[a] = ptrs_[static_cast<size_t>(s.inputs[a])];
     for (size_t a = 0; a < s.outputs.size(); ++a) s.out_ptrs[a] = ptrs_[static_cast<size_t>(s.outputs[a])];
     if (step_timing_) {
-      auto t0 = std::chrono::steady_clock::now();
+      const double t0 = dev.synchronized_seconds();
       s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
-      s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      s.seconds += dev.synchronized_seconds() - t0;
     } else {
       s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
     }
   }
   for (size_t o = 0; o < output_buffers_.size(); ++o) {
-    const Buffer& b = buffers_[static_cast<size_t>(output_buffers_[o])];
-    if (b.copy_from >= 0 && outputs[o].nbytes() > 0)
-      std::memcpy(outputs[o].raw(), ptrs_[static_cast<size_t>(b.copy_from)], outputs[o].nbytes());
+    const size_t id = static_cast<size_t>(output_buffers_[o]);
+    const Buffer& b = buffers_[id];
+    const int64_t bytes = static_cast<int64_t>(outputs[o].nbytes());
+    if (bytes == 0) continue;
+    const void* from = b.copy_from >= 0 ? ptrs_[static_cast<size_t>(b.copy_from)] : (dev.host_memory() ? nullptr : ptrs_[id]);
+    if (!from) continue;  // written in place
+    if (dev.host_memory()) std::memcpy(outputs[o].raw(), from, static_cast<size_t>(bytes));
+    else dev.download(outputs[o].raw(), from, bytes);
   }
+  dev.synchronize();
   return outputs;
 }
 
@@ -321,11 +288,6 @@ std::vector<Executable::StepTime> Executable::step_times() const {
 void Executable::set_step_timing(bool on) {
   step_timing_ = on;
   for (Step& s : steps_) s.seconds = 0;
-}
-
-void set_cpu_threads(int n) {
-  KORCH_CHECK(n >= 1, "thread count {}", n);
-  omp_set_num_threads(n);
 }
 
 }  // namespace korch::runtime

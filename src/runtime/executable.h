@@ -1,12 +1,14 @@
-// A loaded artifact (artifact.h), ready to run.
+// A loaded artifact (artifact.h), ready to run on its device.
 //
-// load() reads manifest.json and program.json, maps weights.bin read-only, opens
-// kernels/libkernels.so (rebuilding it with kernels/build.sh when it is missing or does not load)
-// and builds one cpu::CpuKernel per kernel. run() feeds graph inputs in place, runs the kernels in
-// order over one preallocated arena and returns fresh output tensors.
-// Threads are the caller's: the kernels use OpenMP's current setting (set_cpu_threads, or
-// omp_set_num_threads / OMP_NUM_THREADS). run() reuses one arena, so one Executable runs one
-// call at a time.
+// load() reads manifest.json (its "device" tag picks the device, device.h) and program.json,
+// puts weights.bin on the device (mapped read-only on host-memory devices, uploaded otherwise),
+// loads the device's kernel module (a CPU artifact rebuilds kernels/libkernels.so with
+// kernels/build.sh when it is missing or does not load) and makes one device kernel per planned
+// kernel. run() feeds graph inputs (in place on host-memory devices), runs the kernels in order
+// over one preallocated arena and returns fresh output tensors.
+// CPU threads are the caller's unless LoadOptions::cpu_threads says otherwise: the kernels use
+// OpenMP's current setting (cpu::set_cpu_threads, or omp_set_num_threads / OMP_NUM_THREADS).
+// run() reuses one arena, so one Executable runs one call at a time.
 #pragma once
 
 #include <cstdlib>
@@ -17,20 +19,22 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/tensor.h"
+#include "runtime/device.h"
 #include "runtime/memory_plan.h"
 
-namespace korch::cpu {
-class CpuKernel;
-class KernelLibrary;
-}  // namespace korch::cpu
-
 namespace korch::runtime {
+
+struct LoadOptions {
+  bool emulate = false;  // a CUDA artifact on the host emulator (runtime/cuda/cuda_device.h)
+  int cpu_threads = 0;   // > 0: set the CPU kernels' OpenMP thread count
+};
 
 class Executable {
  public:
   // Throws korch::Error naming the artifact file at fault (missing folder, not an artifact,
-  // malformed program.json, short weights.bin, library that cannot be rebuilt or lacks a symbol).
-  static std::unique_ptr<Executable> load(const std::string& dir);
+  // malformed program.json, short weights.bin, library that cannot be rebuilt or lacks a symbol),
+  // or (kUnsupported) naming what this machine lacks for the artifact's device (a GPU, a driver).
+  static std::unique_ptr<Executable> load(const std::string& dir, const LoadOptions& options = {});
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
@@ -45,20 +49,22 @@ class Executable {
   const std::vector<TensorType>& output_types() const { return output_types_; }
   MemoryReport memory() const { return memory_; }
   size_t kernel_count() const { return steps_.size(); }
-  // Per-kernel wall time, summed over the runs since set_step_timing(true) (for `korch bench
-  // --per-kernel`: which kernels the time goes to). Off by default: two clock reads per kernel.
+  const Device& device() const { return *device_; }
+  // Per-kernel time, summed over the runs since set_step_timing(true) (for `korch bench
+  // --per-kernel`: which kernels the time goes to). Off by default: two synchronised clock reads
+  // per kernel.
   struct StepTime {
     int step = 0;
     std::string note;
     double seconds = 0;
   };
   void set_step_timing(bool on);
-  // Values passed between linear steps in the library's own layout (no reorders); see
-  // hand_off_layouts(). KORCH_NO_LAYOUT_HANDOFF=1 turns it off.
-  int layout_handoffs() const { return handoffs_; }
   std::vector<StepTime> step_times() const;
+  // Device-specific changes made at load time (the CPU: values passed between linear steps in the
+  // library's own layout, cpu_device.h; KORCH_NO_LAYOUT_HANDOFF=1 turns it off).
+  int layout_handoffs() const { return specialized_; }
   const nlohmann::json& manifest() const { return manifest_; }
-  bool rebuilt_library() const { return rebuilt_; }  // load() had to run kernels/build.sh
+  bool rebuilt_library() const { return rebuilt_; }  // load() had to rebuild the kernel module
 
  private:
   Executable() = default;
@@ -72,7 +78,7 @@ class Executable {
     int copy_from = -1;  // output only
   };
   struct Step {
-    std::unique_ptr<cpu::CpuKernel> kernel;
+    std::unique_ptr<DeviceKernel> kernel;
     std::vector<int> inputs, outputs;  // buffer ids
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
@@ -80,9 +86,14 @@ class Executable {
     double seconds = 0;
   };
   void parse_program(const nlohmann::json& j, const std::string& path);
-  void map_weights(const std::string& path, int64_t bytes);
-  std::shared_ptr<cpu::KernelLibrary> open_library(const std::string& dir);
+  void place_weights(const std::string& path, int64_t bytes);
+  void* device_buffer(int64_t bytes);
 
+  // Declaration order is destruction order reversed: kernels go before the module, buffers and
+  // the device they live on.
+  std::unique_ptr<Device> device_;
+  std::vector<void*> device_buffers_;   // arena, weights and staging on a device without host memory
+  std::shared_ptr<KernelModule> module_;
   std::string dir_;
   nlohmann::json manifest_;
   std::vector<Buffer> buffers_;
@@ -92,20 +103,14 @@ class Executable {
   std::vector<Step> steps_;
   MemoryReport memory_;
   int64_t arena_bytes_ = 0;
-  std::byte* arena_ = nullptr;          // aligned_alloc'ed
-  const std::byte* weights_ = nullptr;  // mmap'ed weights.bin
-  size_t weights_map_bytes_ = 0;
+  std::byte* arena_ = nullptr;
+  const std::byte* weights_ = nullptr;  // mmap'ed weights.bin (host memory) or a device copy
+  size_t weights_map_bytes_ = 0;        // > 0: weights_ is a mapping to unmap
   std::vector<void*> ptrs_;             // per buffer, rebuilt by each run
+  std::vector<void*> staging_;          // per buffer: device copies of inputs/outputs (no host memory)
   bool rebuilt_ = false;
   bool step_timing_ = false;
-  void hand_off_layouts();
-  struct FreeDeleter { void operator()(void* p) const { std::free(p); } };
-  std::vector<std::unique_ptr<void, FreeDeleter>> handoff_buffers_;
-  int handoffs_ = 0;
+  int specialized_ = 0;
 };
-
-// Sets the OpenMP thread count the kernels use (omp_set_num_threads), for callers that do not
-// link OpenMP themselves. n >= 1.
-void set_cpu_threads(int n);
 
 }  // namespace korch::runtime

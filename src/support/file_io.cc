@@ -13,4 +13,11 @@ std::string read_file_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+void write_file_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+  f.close();
+  if (!f) fail_io("cannot write {}", path);
+}
+
 }  // namespace korch

@@ -13,7 +13,8 @@
 #include <cstdio>
 #include <ctime>
 
-#include "codegen/cpu/cpu_linear.h"
+#include "codegen/linear_match.h"
+#include "runtime/cpu/cpu_linear_step.h"
 #include "codegen/kernel_signature.h"
 #include "linear_test_util.h"
 #include "orchestrate/kernel_candidate.h"

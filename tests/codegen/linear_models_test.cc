@@ -13,7 +13,8 @@
 #include <map>
 #include <sstream>
 
-#include "codegen/cpu/cpu_linear.h"
+#include "codegen/linear_match.h"
+#include "runtime/cpu/cpu_linear_step.h"
 #include "codegen/kernel_signature.h"
 #include "frontend/onnx_loader.h"
 #include "ir/interpreter.h"

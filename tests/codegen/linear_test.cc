@@ -2,7 +2,8 @@
 // graph (Conv/MatMul + epilogue), matches the whole graph as one kernel, checks what the step
 // absorbs, runs it through CpuKernel (or the step alone when nodes are left for the loop emitter)
 // and compares `result` with the interpreter at 1e-4 relative L2.
-#include "codegen/cpu/cpu_linear.h"
+#include "codegen/linear_match.h"
+#include "runtime/cpu/cpu_linear_step.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@
 #include <map>
 #include <random>
 
-#include "codegen/cpu/cpu_kernel.h"
+#include "runtime/cpu/cpu_kernel.h"
 #include "codegen/kernel_signature.h"
 #include "ir/interpreter.h"
 #include "ir/tensor_compare.h"

@@ -12,7 +12,7 @@
 #include <functional>
 
 #include "codegen/cpu/cpu_compiler.h"
-#include "codegen/cpu/cpu_kernel.h"
+#include "runtime/cpu/cpu_kernel.h"
 #include "codegen/cpu/cpu_loop_emitter.h"
 #include "codegen/kernel_signature.h"
 #include "codegen/loop_kernel.h"
@@ -50,7 +50,7 @@ std::function<void()> compiled(const LoopCase& c, std::vector<Tensor>& inputs, s
   for (size_t i = 0; i < args.size(); ++i) in_slots.push_back(static_cast<int>(i));
   for (size_t i = 0; i < c.c.outputs.size(); ++i) out_slots.push_back(static_cast<int>(args.size() + i));
   cpu::emit_cpu_loop_kernel(*kb.kernel, "bench", in_slots, out_slots, static_cast<int>(args.size() + c.c.outputs.size()), w);
-  auto libs = cpu::compile_sources({cpu::cpu_prelude() + w.str()});
+  auto libs = compile_libraries({cpu::cpu_prelude() + w.str()}, cpu::default_cpu_compiler());
   if (std::getenv("KORCH_LOOP_BENCH_SHOW")) std::printf("generated code (%s):\n%s\n", libs[0].source_path.c_str(), w.str().c_str());
   cpu::CpuKernelRecipe r;
   r.symbol = "bench";

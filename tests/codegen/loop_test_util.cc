@@ -6,7 +6,7 @@
 #include <map>
 
 #include "codegen/cpu/cpu_compiler.h"
-#include "codegen/cpu/cpu_kernel.h"
+#include "runtime/cpu/cpu_kernel.h"
 #include "codegen/cpu/cpu_loop_emitter.h"
 #include "codegen/kernel_signature.h"
 #include "codegen/loop_kernel.h"
@@ -116,7 +116,7 @@ std::vector<LoopCaseResult> run_loop_cases(const std::vector<LoopCase>& cases, s
     if (++in_batch >= batch_size) flush();
   }
   flush();
-  std::vector<cpu::CompiledSource> libs = cpu::compile_sources(sources);
+  std::vector<CompiledLibrary> libs = compile_libraries(sources, cpu::default_cpu_compiler());
   for (size_t i = 0; i < cases.size(); ++i) {
     if (!results[i].built) continue;
     const LoopCase& lc = cases[i];

@@ -1,5 +1,6 @@
 // write_artifact -> Executable::load -> run, against the reference interpreter, with hand-written
-// kernel functions (the argument convention of cpu_kernel.h: inputs, then outputs).
+// CPU kernel functions (the argument convention of runtime/cpu/cpu_kernel.h: inputs, then outputs)
+// in a CPU module (runtime/cpu/cpu_module.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,8 @@
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "runtime/artifact.h"
+#include "runtime/cpu/cpu_kernel.h"
+#include "runtime/cpu/cpu_module.h"
 #include "runtime/executable.h"
 #include "support/file_io.h"
 
@@ -47,39 +50,47 @@ Graph test_graph() {
   return g;
 }
 
-cpu::CpuKernelRecipe recipe(const char* symbol, std::vector<TensorType> in, std::vector<TensorType> out) {
+nlohmann::json recipe(const char* symbol, std::vector<TensorType> in, std::vector<TensorType> out) {
   cpu::CpuKernelRecipe r;
   r.symbol = symbol;
   r.inputs = std::move(in);
   r.outputs = std::move(out);
-  return r;
+  return r.to_json();
 }
 
-// The lead's pipeline would produce these from a plan; here they are written by hand.
-// Kernel 3 (relu over f32[3,2]) reuses kernel 1's function: one symbol, emitted once.
+HostCompilerConfig test_compiler() {
+  HostCompilerConfig c;
+  c.flags = {"-std=c++17", "-O1", "-fPIC", "-shared", "-w"};
+  c.key_extra = "artifact-test";
+  return c;
+}
+
+// The pipeline would produce these from a plan; here they are written by hand. Kernel 4 (relu
+// over f32[3,2]) reuses kernel 1's function: one symbol, in the module once.
 ArtifactContents test_contents(const Graph& g) {
   auto v = [&](const char* name) { return g.find_value(name); };
   ArtifactContents c;
   c.graph = &g;
-  c.prelude = "#include <stdint.h>\n#define ARG(T, i) ((T*)args[i])\n";
-  c.kernels.push_back({recipe("k_add", {k23, k23}, {k23}), {v("x"), v("y:1"), v("a")},
-                       "extern \"C\" void k_add(void* const* args) {\n"
-                       "  for (int i = 0; i < 6; ++i) ARG(float, 2)[i] = ARG(const float, 0)[i] + ARG(const float, 1)[i];\n}",
-                       "Add"});
-  const char* relu =
+  c.device = "cpu";
+  c.kernels.push_back({recipe("k_add", {k23, k23}, {k23}), {v("x"), v("y:1"), v("a")}, "Add"});
+  c.kernels.push_back({recipe("k_relu", {k23}, {k23}), {v("a"), v("r")}, "Relu"});
+  c.kernels.push_back({recipe("k_mul_half", {k23, k23}, {k23}), {v("r"), v("w"), v("h")}, "Mul, Mul(half baked)"});
+  c.kernels.push_back({recipe("k_transpose", {k23}, {k32}), {v("h"), v("t")}, "Transpose"});
+  c.kernels.push_back({recipe("k_relu", {k32}, {k32}), {v("t"), v("u")}, "Relu"});
+  const std::string source =
+      "#include <stdint.h>\n#define ARG(T, i) ((T*)args[i])\n"
+      "extern \"C\" void k_add(void* const* args) {\n"
+      "  for (int i = 0; i < 6; ++i) ARG(float, 2)[i] = ARG(const float, 0)[i] + ARG(const float, 1)[i];\n}\n"
       "extern \"C\" void k_relu(void* const* args) {\n"
-      "  for (int i = 0; i < 6; ++i) { float a = ARG(const float, 0)[i]; ARG(float, 1)[i] = a > 0 ? a : 0; }\n}";
-  c.kernels.push_back({recipe("k_relu", {k23}, {k23}), {v("a"), v("r")}, relu, "Relu"});
-  c.kernels.push_back({recipe("k_mul_half", {k23, k23}, {k23}), {v("r"), v("w"), v("h")},
-                       "extern \"C\" void k_mul_half(void* const* args) {\n"
-                       "  for (int i = 0; i < 6; ++i) ARG(float, 2)[i] = ARG(const float, 0)[i] * ARG(const float, 1)[i] * 0.5f;\n}",
-                       "Mul, Mul(half baked)"});
-  c.kernels.push_back({recipe("k_transpose", {k23}, {k32}), {v("h"), v("t")},
-                       "extern \"C\" void k_transpose(void* const* args) {\n"
-                       "  for (int i = 0; i < 2; ++i) for (int j = 0; j < 3; ++j)\n"
-                       "    ARG(float, 1)[j * 2 + i] = ARG(const float, 0)[i * 3 + j];\n}",
-                       "Transpose"});
-  c.kernels.push_back({recipe("k_relu", {k32}, {k32}), {v("t"), v("u")}, relu, "Relu"});
+      "  for (int i = 0; i < 6; ++i) { float a = ARG(const float, 0)[i]; ARG(float, 1)[i] = a > 0 ? a : 0; }\n}\n"
+      "extern \"C\" void k_mul_half(void* const* args) {\n"
+      "  for (int i = 0; i < 6; ++i) ARG(float, 2)[i] = ARG(const float, 0)[i] * ARG(const float, 1)[i] * 0.5f;\n}\n"
+      "extern \"C\" void k_transpose(void* const* args) {\n"
+      "  for (int i = 0; i < 2; ++i) for (int j = 0; j < 3; ++j)\n"
+      "    ARG(float, 1)[j * 2 + i] = ARG(const float, 0)[i * 3 + j];\n}\n";
+  c.write_module = [source](const std::string& dir) {
+    return nlohmann::json{{"generator_version", 7}, {"compiler", cpu::write_cpu_module(dir, source, true, test_compiler())}};
+  };
   c.manifest_extra = {{"plan_summary", "5 kernels"}, {"model", "toy.onnx"}};
   return c;
 }
@@ -154,15 +165,13 @@ TEST_F(ArtifactTest, FilesAndMemoryReport) {
   auto manifest = nlohmann::json::parse(read_file_bytes((dir_ / "manifest.json").string()));
   EXPECT_EQ(manifest["format"], "korch-artifact");
   EXPECT_EQ(manifest["version"], 1);
-  EXPECT_EQ(manifest["generator_version"], cpu::kCpuGeneratorVersion);
+  EXPECT_EQ(manifest["generator_version"], 7);  // the module's fields
+  EXPECT_EQ(manifest["device"], "cpu");
   EXPECT_EQ(manifest["model"], "toy.onnx");  // caller's extra fields win
   EXPECT_EQ(manifest["plan_summary"], "5 kernels");
   EXPECT_NE(manifest["compiler"]["command"].get<std::string>().find("kernels.cc"), std::string::npos);
   EXPECT_TRUE(manifest.contains("created"));
-  std::string source = read_file_bytes((dir_ / "kernels/kernels.cc").string());
-  size_t first = source.find("void k_relu");
-  EXPECT_NE(first, std::string::npos);
-  EXPECT_EQ(source.find("void k_relu", first + 1), std::string::npos) << "shared function emitted twice";
+  EXPECT_NE(read_file_bytes((dir_ / "kernels/build.sh").string()).find("kernels.cc"), std::string::npos);
 
   auto exe = Executable::load(dir_.string());
   MemoryReport m = exe->memory();
@@ -236,6 +245,23 @@ TEST_F(ArtifactTest, NotAnArtifact) {
   fs::remove_all(dir_);
   msg = load_error();
   EXPECT_NE(msg.find("does not exist"), std::string::npos) << msg;
+}
+
+TEST_F(ArtifactTest, ADeviceThisMachineCannotRunIsAClearError) {
+  auto j = nlohmann::json::parse(read_file_bytes((dir_ / "manifest.json").string()));
+  j["device"] = "cuda";
+  { std::ofstream(dir_ / "manifest.json", std::ios::trunc) << j.dump(); }
+  try {
+    Executable::load(dir_.string());
+    FAIL() << "a CUDA artifact loaded without the CUDA runtime";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("GPU"), std::string::npos) << e.what();  // no GPU here, or no runtime yet
+    EXPECT_NE(std::string(e.what()).find("--emulate"), std::string::npos) << e.what();
+  }
+  j["device"] = "tpu";
+  { std::ofstream(dir_ / "manifest.json", std::ios::trunc) << j.dump(); }
+  EXPECT_NE(load_error().find("unknown device 'tpu'"), std::string::npos) << load_error();
 }
 
 TEST_F(ArtifactTest, WrongInputNamesTheInput) {

@@ -6,151 +6,102 @@
 
 #include <fmt/format.h>
 
-#include "codegen/cpu/cpu_linear.h"
 #include "codegen/cpu/cpu_loop_emitter.h"
+#include "codegen/kernel_parts.h"
 #include "codegen/kernel_signature.h"
-#include "codegen/loop_kernel.h"
-#include "ir/primitive.h"
-#include "ir/text_format.h"
-#include "orchestrate/kernel_cost.h"
+#include "runtime/cpu/cpu_device.h"
+#include "runtime/cpu/cpu_kernel.h"
+#include "runtime/cpu/cpu_module.h"
 #include "support/code_writer.h"
 
 namespace korch::cpu {
 
 namespace {
 
-// Values the nodes read from outside the set, in order of first use (kNoValue skipped).
-std::vector<ValueId> outside_reads(const Graph& g, const std::vector<NodeId>& nodes) {
-  std::set<ValueId> produced;
-  for (NodeId n : nodes)
-    for (ValueId v : g.nodes[static_cast<size_t>(n)].outputs)
-      if (v != kNoValue) produced.insert(v);
-  std::vector<ValueId> out;
-  for (NodeId n : nodes)
-    for (ValueId v : g.nodes[static_cast<size_t>(n)].inputs)
-      if (v != kNoValue && !produced.count(v) && std::find(out.begin(), out.end(), v) == out.end())
-        out.push_back(v);
-  return out;
+FusionRules cpu_fusion_rules() {
+  FusionRules r;  // the defaults are oneDNN's epilogue rules
+  r.name = "cpu: oneDNN post-ops";
+  return r;
 }
 
 }  // namespace
 
-EmittedKernel emit_cpu_kernel(const Graph& g, const KernelCandidate& c) {
+CpuBackend::CpuBackend(int threads) : threads_(threads), rules_(cpu_fusion_rules()) {}
+
+CpuBackend::~CpuBackend() = default;
+
+DeviceSpec CpuBackend::analytic_spec() const { return cpu_spec(); }
+
+EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c) const {
   EmittedKernel k;
   k.signature = kernel_signature(g, c);
   k.hash = content_hash(k.signature);
   k.arg_inputs = kernel_arg_inputs(g, c);
   k.outputs = c.outputs;
-  for (ValueId v : k.arg_inputs) k.recipe.inputs.push_back(g.type(v));
-  for (ValueId v : k.outputs) k.recipe.outputs.push_back(g.type(v));
-  if (std::string why = unfusable_reason(g, c); !why.empty()) {
-    k.reason = why;
+  CpuKernelRecipe recipe;
+  for (ValueId v : k.arg_inputs) recipe.inputs.push_back(g.type(v));
+  for (ValueId v : k.outputs) recipe.outputs.push_back(g.type(v));
+  KernelParts parts = split_kernel(g, c, rules_, k.arg_inputs);
+  if (!parts.reason.empty()) {
+    k.reason = std::move(parts.reason);
     return k;
   }
-  for (NodeId n : c.nodes) {
-    PrimitiveKind kind = primitive_kind(g, g.nodes[static_cast<size_t>(n)]);
-    if (kind != PrimitiveKind::kOpaque && kind != PrimitiveKind::kOperator) continue;
-    if (c.nodes.size() != 1) {  // unfusable_reason() keeps these alone; say so if that changes
-      k.reason = fmt::format("{} (node '{}') is {}: it runs alone", g.nodes[static_cast<size_t>(n)].op_type,
-                             g.nodes[static_cast<size_t>(n)].name, primitive_kind_name(kind));
-      return k;
-    }
-    // No generated code for it: the reference interpreter runs it (cpu_kernel.h).
-    PrintOptions po;
-    po.max_constant_elements = -1;
-    k.recipe.reference_graph = print_graph(kernel_subgraph(g, c), po);
-    k.ok = true;
-    return k;
+  recipe.reference_graph = std::move(parts.reference_graph);
+  recipe.linear = std::move(parts.linear);
+  recipe.scratch_bytes = std::move(parts.scratch_bytes);
+  if (parts.loop) {
+    recipe.symbol = "korch_k_" + k.hash;
+    CodeWriter w;
+    w.line("// " + std::to_string(c.nodes.size()) + " primitives; signature " + k.hash);
+    emit_cpu_loop_kernel(*parts.loop, recipe.symbol, parts.loop_input_slots, parts.loop_output_slots,
+                         parts.loop_first_scratch, w);
+    k.source = w.take();
+    k.entry = recipe.symbol;
   }
-
-  const int ni = static_cast<int>(k.arg_inputs.size()), no = static_cast<int>(k.outputs.size());
-  std::map<ValueId, int> slot;  // argument slot of each value the kernel's parts exchange
-  for (int i = 0; i < ni; ++i) slot.emplace(k.arg_inputs[static_cast<size_t>(i)], i);
-  for (int i = 0; i < no; ++i) slot[k.outputs[static_cast<size_t>(i)]] = ni + i;
-
-  std::vector<NodeId> loop_nodes = c.nodes;
-  if (c.linear > 0) {
-    LinearMatchResult lm = match_linear(g, c.nodes, c.outputs);
-    if (!lm.ok) {
-      k.reason = lm.reason;
-      return k;
-    }
-    const LinearMatch& m = lm.match;
-    nlohmann::json desc = m.desc;
-    desc["operand_slots"] = nlohmann::json::array();
-    for (ValueId v : m.operands) {
-      auto it = slot.find(v);
-      if (it == slot.end() || it->second >= ni) {
-        k.reason = fmt::format("the linear step reads '{}', which is computed inside the kernel", g.value(v).name);
-        return k;
-      }
-      desc["operand_slots"].push_back(it->second);
-    }
-    if (!slot.count(m.result)) {
-      slot[m.result] = ni + no + static_cast<int>(k.recipe.scratch_bytes.size());
-      k.recipe.scratch_bytes.push_back(g.type(m.result).byte_size());
-    }
-    desc["result_slot"] = slot.at(m.result);
-    k.recipe.linear = desc;
-    std::set<NodeId> in_step(m.absorbed.begin(), m.absorbed.end());
-    in_step.insert(m.linear);
-    std::erase_if(loop_nodes, [&](NodeId n) { return in_step.count(n) != 0; });
-    // Values computed inside the step other than its result are not materialised anywhere.
-    std::set<ValueId> step_internal;
-    for (NodeId n : in_step)
-      for (ValueId v : g.nodes[static_cast<size_t>(n)].outputs)
-        if (v != kNoValue && v != m.result) step_internal.insert(v);
-    for (ValueId v : outside_reads(g, loop_nodes))
-      if (step_internal.count(v)) {
-        k.reason = fmt::format("'{}' is needed after the linear step but lives only inside it", g.value(v).name);
-        return k;
-      }
-    for (ValueId v : k.outputs)
-      if (step_internal.count(v)) {
-        k.reason = fmt::format("output '{}' lives only inside the linear step", g.value(v).name);
-        return k;
-      }
-  }
-  if (loop_nodes.empty()) {
-    k.ok = true;
-    return k;
-  }
-
-  std::vector<ValueId> loop_inputs, loop_outputs;
-  for (ValueId v : outside_reads(g, loop_nodes))
-    if (!is_baked_constant(g, v)) loop_inputs.push_back(v);
-  std::set<ValueId> loop_produced;
-  for (NodeId n : loop_nodes)
-    for (ValueId v : g.nodes[static_cast<size_t>(n)].outputs) loop_produced.insert(v);
-  for (ValueId v : k.outputs)
-    if (loop_produced.count(v)) loop_outputs.push_back(v);
-  LoopKernelBuild lb = build_loop_kernel(g, loop_nodes, loop_inputs, loop_outputs);
-  if (!lb.kernel) {
-    k.reason = lb.reason.empty() ? "the loop emitter declined" : lb.reason;
-    return k;
-  }
-  std::vector<int> in_slots, out_slots;
-  for (ValueId v : loop_inputs) in_slots.push_back(slot.at(v));
-  for (ValueId v : loop_outputs) out_slots.push_back(slot.at(v));
-  int first_scratch = ni + no + static_cast<int>(k.recipe.scratch_bytes.size());
-  for (int64_t b : lb.scratch_bytes) k.recipe.scratch_bytes.push_back(b);
-  k.recipe.symbol = "korch_k_" + k.hash;
-  CodeWriter w;
-  w.line("// " + std::to_string(c.nodes.size()) + " primitives; signature " + k.hash);
-  emit_cpu_loop_kernel(*lb.kernel, k.recipe.symbol, in_slots, out_slots, first_scratch, w);
-  k.function_source = w.take();
   k.ok = true;
+  k.recipe = recipe.to_json();
   return k;
 }
 
-std::string cpu_translation_unit(const std::vector<const EmittedKernel*>& kernels) {
+std::string CpuBackend::translation_unit(const std::vector<const EmittedKernel*>& kernels) const {
   std::string tu = cpu_prelude();
   std::set<std::string> seen;
   for (const EmittedKernel* k : kernels) {
-    if (k->function_source.empty() || !seen.insert(k->recipe.symbol).second) continue;
-    tu += "\n" + k->function_source;
+    if (k->source.empty() || !seen.insert(k->entry).second) continue;
+    tu += "\n" + k->source;
   }
   return tu;
+}
+
+std::vector<CompiledUnit> CpuBackend::compile(const std::vector<std::string>& units, runtime::Device& device,
+                                              const std::function<void()>& on_compiled) {
+  KORCH_CHECK(device.name() == "cpu", "the CPU backend compiles for the CPU, not {}", device.name());
+  std::vector<CompiledUnit> out;
+  for (CompiledLibrary& lib : compile_libraries(units, default_cpu_compiler(), on_compiled))
+    out.push_back({lib.source_path, lib.cached, std::make_shared<CpuModule>(lib.library)});
+  return out;
+}
+
+runtime::Device* CpuBackend::timing_device() {
+  if (!device_) device_ = std::make_unique<CpuDevice>(threads_);
+  return device_.get();
+}
+
+nlohmann::json CpuBackend::write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) {
+  // kernels.cc: each loop function once (kernels with one signature share one symbol).
+  std::string source = cpu_prelude() + "\n";
+  std::map<std::string, const std::string*> functions;
+  for (const EmittedKernel* k : kernels) {
+    if (k->entry.empty()) continue;
+    auto [it, fresh] = functions.emplace(k->entry, &k->source);
+    KORCH_CHECK(fresh || *it->second == k->source, "two different functions named {}:\n{}\n---\n{}", k->entry,
+                *it->second, k->source);
+    if (fresh) source += k->source + "\n";
+  }
+  nlohmann::json m;
+  m["generator_version"] = kCpuGeneratorVersion;
+  m["compiler"] = write_cpu_module(dir, source, !functions.empty(), default_cpu_compiler());
+  return m;
 }
 
 }  // namespace korch::cpu

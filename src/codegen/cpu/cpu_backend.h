@@ -1,37 +1,48 @@
-// The CPU backend's entry point: one candidate kernel -> generated code + a recipe to run it.
+// The CPU backend (codegen/backend.h): one candidate kernel -> generated C++ + a recipe to run it.
 //
-// A kernel with a linear primitive becomes a oneDNN step (cpu_linear.h: the linear op and the
-// epilogue it absorbs as post-ops) followed, when primitives remain, by a loop function over the
-// step's result; a kernel without one is a loop function (loop_kernel.h, cpu_loop_emitter.h).
-// Argument slots follow cpu_kernel.h: argument inputs, outputs, then scratch (the linear result
-// when it is not a kernel output comes first, then the loop kernel's temporaries).
-// A candidate the backend cannot emit comes back with ok = false and the reason; the measured
-// cost provider turns that into an infinite cost, so the orchestrator never selects it.
+// A kernel with a linear primitive becomes a oneDNN step (codegen/linear_match.h: the linear op
+// and the epilogue it absorbs as post-ops) followed, when primitives remain, by a loop function
+// over the step's result; a kernel without one is a loop function (loop_kernel.h,
+// cpu_loop_emitter.h). Argument slots follow runtime/cpu/cpu_kernel.h: argument inputs, outputs,
+// then scratch (the linear result when it is not a kernel output comes first, then the loop
+// kernel's temporaries). Opaque primitives and operators kept whole run in the reference
+// interpreter (their recipe carries the one-node graph).
+// Fusion rules: oneDNN's: a linear primitive with an elementwise/broadcast epilogue downstream
+// of it, plus operands computed from constants alone (a bias Expand read by a binary post-op).
+// Kernels run and are timed on this CPU (runtime/cpu/cpu_device.h) with `threads` threads.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "codegen/cpu/cpu_kernel.h"
-#include "ir/graph.h"
-#include "orchestrate/kernel_candidate.h"
+#include "codegen/backend.h"
+#include "codegen/cpu/cpu_compiler.h"
 
 namespace korch::cpu {
 
-struct EmittedKernel {
-  bool ok = false;
-  std::string reason;           // when !ok
-  std::string signature;        // kernel_signature(): canonical text
-  std::string hash;             // content_hash(signature)
-  std::string function_source;  // the loop function ("" when the kernel is a linear step only)
-  CpuKernelRecipe recipe;
-  std::vector<ValueId> arg_inputs;  // graph values bound to recipe.inputs
-  std::vector<ValueId> outputs;     // graph values bound to recipe.outputs
+class CpuDevice;
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(int threads = 2);
+  ~CpuBackend() override;
+  std::string name() const override { return "cpu"; }
+  int generator_version() const override { return kCpuGeneratorVersion; }
+  const FusionRules& fusion_rules() const override { return rules_; }
+  DeviceSpec analytic_spec() const override;
+  EmittedKernel emit(const Graph& g, const KernelCandidate& c) const override;
+  std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const override;
+  std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
+                                    const std::function<void()>& on_compiled = {}) override;
+  runtime::Device* timing_device() override;
+  runtime::Device* check_device() override { return timing_device(); }
+  nlohmann::json write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) override;
+
+ private:
+  int threads_;
+  FusionRules rules_;
+  std::unique_ptr<CpuDevice> device_;  // made on first use (sets OpenMP's thread count)
 };
-
-EmittedKernel emit_cpu_kernel(const Graph& g, const KernelCandidate& c);
-
-// One translation unit: the prelude once, then each distinct kernel function.
-std::string cpu_translation_unit(const std::vector<const EmittedKernel*>& kernels);
 
 }  // namespace korch::cpu

@@ -1,5 +1,5 @@
-// Options and the compile step shared by `korch compile --device cpu`, `korch run --backend cpu`
-// and `korch bench`.
+// The compile flags shared by `korch compile`, `korch run --backend cpu` and `korch bench`, and
+// the compile summary they print. The compiler itself is pipeline/compile.h.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "pipeline/cpu_compile.h"
+#include "pipeline/compile.h"
 
 namespace korch::cli {
 
@@ -26,20 +26,20 @@ struct OrchestrateFlags {
 // to its time limit. The solver stops within 0.5% of its bound instead, unless --gap says otherwise.
 constexpr double kMeasuredGap = 0.005;
 
-struct CpuFlags {
-  std::string cost, tuning_db;  // cost "" = measured (the CPU default)
+struct CompileFlags {
+  std::string target = "cpu";
+  std::string cost;  // "" = measured where the target has a timing device, else analytic
+  std::string tuning_db, spec_file;
   int threads = 2;
-  bool no_prune = false;
+  bool no_prune = false, measure_device = false, no_verify = false;
   OrchestrateFlags orchestrate;
-  // with_orchestrate: also register the search flags (compile does; run and bench take defaults
-  // unless they register them too).
+  // with_orchestrate: also register the search flags (compile does; run and bench take defaults).
   void add_to(CLI::App& app, bool with_orchestrate = true);
-  CpuCompileOptions options(const std::function<void(const std::string&)>& say) const;
+  CompileOptions options(const std::string& model, const std::function<void(const std::string&)>& say) const;
 };
 
-// Lowers `g`, compiles it for the CPU (costs per `options`) and writes the artifact to `dir`.
-// Prints a summary unless quiet. `model` is the MODEL argument (recorded in the manifest).
-CpuCompileResult compile_cpu_artifact(const std::string& model, const Graph& g, const std::string& dir,
-                                      const CpuCompileOptions& options, bool quiet);
+// Compiles `g` into `dir` (pipeline/compile.h) and prints the summary unless quiet.
+CompileResult compile_artifact(const std::string& model, const Graph& g, const std::string& dir,
+                               const CompileOptions& options, bool quiet);
 
 }  // namespace korch::cli

@@ -1,4 +1,4 @@
-#include "profile/device_id.h"
+#include "runtime/cpu/cpu_device_id.h"
 
 #include <gtest/gtest.h>
 

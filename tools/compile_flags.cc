@@ -1,12 +1,13 @@
-#include "cpu_flags.h"
+#include "compile_flags.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
 
-#include "pipeline/pipeline.h"
+#include "orchestrate/analytic_cost.h"
 #include "support/error.h"
+#include "support/file_io.h"
 
 namespace korch::cli {
 
@@ -45,77 +46,85 @@ OrchestrateOptions OrchestrateFlags::options() const {
   return opt;
 }
 
-void CpuFlags::add_to(CLI::App& app, bool with_orchestrate) {
+void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
   app.add_option("--cost", cost,
-                 "Cost source: measured (generate, check and time every candidate kernel on this machine; "
-                 "results kept in the tuning database) or analytic (a roofline over the device spec)")
+                 "Cost source: measured (generate, check and time every candidate kernel on the target; results "
+                 "kept in the tuning database; the default where the target can be timed here) or analytic (a "
+                 "roofline over the device spec; the default for cuda without a GPU)")
       ->check(CLI::IsMember({"analytic", "measured"}));
   app.add_option("--tuning-db", tuning_db, "Tuning database (default $KORCH_CACHE_DIR/tuning.db or ~/.cache/korch/tuning.db)");
   app.add_option("--threads", threads, "CPU threads for kernels and measurement")->check(CLI::Range(1, 256));
   app.add_flag("--no-prune", no_prune, "Measure every candidate (no analytic pre-pruning)");
-  if (with_orchestrate) orchestrate.add_to(app);
+  app.add_flag("--no-verify", no_verify,
+               "With analytic costs: do not run the plan's kernels against the reference interpreter");
+  if (!with_orchestrate) return;
+  app.add_option("--device-spec", spec_file, "Device spec JSON for the analytic model (see bench/results/device_specs.md)");
+  app.add_flag("--measure-device", measure_device, "Measure this CPU's bandwidth for the analytic model (~1 s)");
+  orchestrate.add_to(app);
 }
 
-CpuCompileOptions CpuFlags::options(const std::function<void(const std::string&)>& say) const {
-  CpuCompileOptions o;
+CompileOptions CompileFlags::options(const std::string& model, const std::function<void(const std::string&)>& say) const {
+  CompileOptions o;
+  o.target = target;
+  o.model_name = model;
+  o.cpu_threads = threads;
   o.orchestrate = orchestrate.options();
   o.orchestrate.progress = say;
-  o.cost = cost == "analytic" ? CostSource::kAnalytic : CostSource::kMeasured;
+  // Measured costs need a device to time kernels on: the CPU always; a GPU for cuda (none here
+  // yet: the CUDA runtime is the next step), so cuda defaults to analytic.
+  const std::string c = !cost.empty() ? cost : target == "cpu" ? "measured" : "analytic";
+  o.cost = c == "analytic" ? CostSource::kAnalytic : CostSource::kMeasured;
   if (orchestrate.gap < 0) o.orchestrate.rel_gap = o.cost == CostSource::kMeasured ? kMeasuredGap : 0.0;
+  if (!spec_file.empty()) o.spec = device_spec_from_json(read_file_bytes(spec_file), spec_file);
+  else if (measure_device && target == "cpu") o.spec = measure_cpu_spec(threads);
   o.measured.db_path = tuning_db;
-  o.measured.threads = threads;
   o.measured.prune = !no_prune;
   o.measured.log = say;
+  o.verify = !no_verify;
+  o.log = say;
   return o;
 }
 
-CpuCompileResult compile_cpu_artifact(const std::string& model, const Graph& g, const std::string& dir,
-                                      const CpuCompileOptions& options, bool quiet) {
-  using clock = std::chrono::steady_clock;
-  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
-  const auto t_start = clock::now();
-  PlanMetadata meta;
-  meta.model = model;
-  meta.device = "cpu";
-  auto t = clock::now();
-  Graph p = lower_to_primitives(g);
-  meta.timing["lower"] = since(t);
-  if (!quiet)
-    fmt::print("  {}: {} operators -> {} primitives ({:.2f} s)\n", model, g.nodes.size(), p.nodes.size(),
-               meta.timing["lower"]);
-  t = clock::now();
-  CpuCompileResult r = compile_for_cpu(p, options);
-  meta.timing["orchestrate"] = since(t);
-  meta.cost_model = r.cost_model;
-  meta.device_spec_json = options.cost == CostSource::kAnalytic ? device_spec_to_json(options.spec) : "";
-  t = clock::now();
-  runtime::MemoryReport mem = write_cpu_artifact(dir, p, r, options, meta);
-  meta.timing["artifact"] = since(t);
-  double total = since(t_start);
+CompileResult compile_artifact(const std::string& model, const Graph& g, const std::string& dir,
+                               const CompileOptions& options, bool quiet) {
+  CompileResult r = compile_model(g, dir, options);
   if (quiet) return r;
+  const Graph& p = r.primitives;
   const OrchestrateResult& o = r.orchestration;
   const SolveResult& s = o.selection.solve;
-  fmt::print("compiled {} for cpu ({}){}: {} kernels for {} primitives\n", model, r.cost_model,
+  const bool measured = options.cost == CostSource::kMeasured;
+  fmt::print("compiled {} for {} ({}){}: {} kernels for {} primitives\n", model, r.target, r.cost_model,
              options.unfused ? ", unfused baseline" : "", o.plan.kernels.size(), p.nodes.size());
-  fmt::print("  candidates {} ({} cannot be emitted or were skipped), variables {}, rows {}\n",
-             o.candidates.candidates.size(), o.infeasible, o.selection.variables, o.selection.rows);
-  if (options.cost == CostSource::kMeasured) {
+  fmt::print("  states {}{}, candidates {} ({} cannot be emitted or were skipped), variables {}, rows {}\n",
+             o.selection.dp.states, o.selection.dp.completed ? "" : "+ (limit)", o.candidates.candidates.size(),
+             o.infeasible, o.selection.variables, o.selection.rows);
+  if (measured) {
     const MeasuredCostStats& m = r.measured;
     fmt::print("  tuning: {} distinct kernels, {} from the database, {} measured, {} failed the gate, {} unemittable, "
                "{} skipped by the lower bound\n",
                m.signatures, m.db_hits, m.measured, m.failed, m.unemittable, m.pruned);
     for (const std::string& f : m.failures) fmt::print("  gate failure: {}\n", f);
     for (size_t i = 0; i < m.pruned_examples.size() && i < 3; ++i) fmt::print("  e.g. {}\n", m.pruned_examples[i]);
+  } else if (r.target != "cpu") {
+    fmt::print("  costs: the analytic {} model (no GPU measured them)\n", r.cost_model);
   }
   fmt::print("  plan {:.1f} us vs unfused {:.1f} us ({:.2f}x, {} costs)\n", o.plan.total_seconds() * 1e6,
              o.unfused_seconds * 1e6, o.unfused_seconds / std::max(o.plan.total_seconds(), 1e-30),
-             options.cost == CostSource::kMeasured ? "measured" : "analytic");
-  fmt::print("  solver {} {} in {:.2f} s, gap {:.3g}%\n", s.solver, solve_status_name(s.status), s.seconds,
-             100 * s.gap);
+             measured ? "measured" : "analytic");
+  fmt::print("  solver {} {} in {:.2f} s, gap {:.3g}%{}\n", s.solver, solve_status_name(s.status), s.seconds,
+             100 * s.gap, o.selection.cycle_cuts ? fmt::format(", {} cycle cuts", o.selection.cycle_cuts) : "");
+  if (r.verify.ran)
+    fmt::print("  verified: {} kernels match the reference interpreter on {} (1e-4 relative L2){}\n", r.verify.kernels,
+               r.verify.device,
+               r.verify.failures.empty() ? ""
+                                         : fmt::format("; {} failed and were replaced ({} plans)", r.verify.failures.size(),
+                                                       r.verify.rounds));
+  if (!r.module.empty()) fmt::print("  kernels: {}\n", r.module);
   fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB\n",
-             mem.arena_bytes / 1e6, mem.unfused_arena_bytes / 1e6, mem.weights_bytes / 1e6);
-  fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s); wrote {}\n", total,
-             meta.timing["orchestrate"], meta.timing["artifact"], dir);
+             r.memory.arena_bytes / 1e6, r.memory.unfused_arena_bytes / 1e6, r.memory.weights_bytes / 1e6);
+  fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s{}); wrote {}\n", r.meta.timing["total"],
+             r.meta.timing["orchestrate"], r.meta.timing["artifact"],
+             r.verify.ran ? fmt::format(", verify {:.1f} s", r.meta.timing["verify"]) : "", dir);
   return r;
 }
 

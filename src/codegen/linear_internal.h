@@ -1,4 +1,4 @@
-// Private to the linear step (cpu_linear_*.cc): how one linear node maps onto a oneDNN primitive.
+// Private to linear_match.cc / linear_geometry.cc: how one linear node maps onto a oneDNN primitive.
 //
 // linear_geometry() turns a Conv / ConvTranspose / MatMul / Einsum node into oneDNN dims (and
 // strides where the user memory is not row-major in oneDNN's dim order, e.g. ConvTranspose
@@ -14,7 +14,7 @@
 
 #include "ir/graph.h"
 
-namespace korch::cpu::linear_detail {
+namespace korch::linear_detail {
 
 struct LinearGeometry {
   std::string reason;        // non-empty: the node is not supported (and why)
@@ -29,4 +29,4 @@ struct LinearGeometry {
 
 LinearGeometry linear_geometry(const Graph& g, const Node& n);
 
-}  // namespace korch::cpu::linear_detail
+}  // namespace korch::linear_detail

@@ -22,8 +22,8 @@
 //   format        "auto" | "plain" | "blocked": layouts of src/dst for Conv-like ops (the
 //                 profiler may try both; auto = blocked, see cpu_linear_step.cc)
 //   operand_slots, result_slot   -1 here; args[] positions filled by the caller
-// Geometry per op: cpu_linear_geometry.cc.
-#include "codegen/cpu/cpu_linear.h"
+// Geometry per op: linear_geometry.cc.
+#include "codegen/linear_match.h"
 
 #include <fmt/format.h>
 
@@ -32,10 +32,10 @@
 #include <limits>
 #include <optional>
 
-#include "codegen/cpu/cpu_linear_internal.h"
+#include "codegen/linear_internal.h"
 #include "ir/primitive.h"
 
-namespace korch::cpu {
+namespace korch {
 
 namespace {
 
@@ -362,4 +362,4 @@ LinearMatchResult match_linear(const Graph& g, const std::vector<NodeId>& nodes,
   return Matcher(g, nodes, outputs).run();
 }
 
-}  // namespace korch::cpu
+}  // namespace korch

@@ -1,5 +1,5 @@
 // LinearStep: one oneDNN 2.6 primitive (convolution, deconvolution or matmul) with post-ops,
-// created from the JSON description that match_linear writes (cpu_linear_match.cc documents it).
+// created from the JSON description that match_linear writes (codegen/linear_match.cc documents it).
 //
 // User memory is at args[slot], row-major unless the description gives strides. Each primitive
 // argument is a Binding: a oneDNN memory over the user pointer (handle set per run) and, when the
@@ -18,7 +18,7 @@
 //   resnext grouped 3x3 4.14 -> 0.93.
 // "plain" stays selectable for the profiler. MatMul always runs on plain src/dst (what oneDNN
 // picks anyway) with `any` weights when they are constant (blocked once, e.g. ba16a64b).
-#include "codegen/cpu/cpu_linear.h"
+#include "runtime/cpu/cpu_linear_step.h"
 
 #include <fmt/format.h>
 

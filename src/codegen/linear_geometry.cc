@@ -1,5 +1,5 @@
 // linear_geometry: Conv / ConvTranspose / MatMul / Einsum nodes as oneDNN convolution,
-// deconvolution and matmul problems (cpu_linear_internal.h).
+// deconvolution and matmul problems (linear_internal.h).
 //
 // Examples:
 //   Conv X[1,32,56,56] W[32,1,3,3] group=32  -> src [1,32,56,56], weights [32,1,1,3,3] (G, O/G,
@@ -9,14 +9,14 @@
 //   MatMul [1,197,768] x [768,3072] -> [197,768] x [768,3072] (rows collapsed: one GEMM)
 //   Einsum "BGHID,BGHJD->BGHIJ" -> batched matmul [B,G,H,I,D] x [B,G,H,D,J] where the weights
 //     are B's memory read through strides (K before N: transposed)
-#include "codegen/cpu/cpu_linear_internal.h"
+#include "codegen/linear_internal.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 
-namespace korch::cpu::linear_detail {
+namespace korch::linear_detail {
 
 namespace {
 
@@ -283,4 +283,4 @@ LinearGeometry linear_geometry(const Graph& g, const Node& n) {
   return {fmt::format("{} is not supported by the oneDNN linear step", n.op_type)};
 }
 
-}  // namespace korch::cpu::linear_detail
+}  // namespace korch::linear_detail

@@ -1,0 +1,98 @@
+// One backend interface: the compile-time half of a target (the run-time half is
+// runtime/device.h). Everything else is shared by every target: candidates and the BLP
+// (orchestrate/), the measuring driver (profile/measured_cost.h: signature -> tuning database ->
+// lower-bound pruning -> correctness gate -> timing), the artifact format and the memory plan
+// (runtime/), the compiler as one function (pipeline/compile.h).
+//
+// A backend says
+//   * what it can fuse: fusion_rules(), data the candidate enumeration reads;
+//   * how a candidate becomes a kernel: emit() gives the generated source, the device recipe and
+//     the argument binding, or the reason it cannot;
+//   * how kernels compile: translation_unit() + compile() for a device, in batches;
+//   * where kernels run: timing_device() (measured costs; null when this machine cannot time the
+//     target) and check_device() (the correctness gate; the CUDA backend checks on the host
+//     emulator when no GPU is present);
+//   * what an artifact holds: write_module() writes its kernels/ folder.
+//
+//   backend   emits                                  runs on (timing / checks)
+//   cpu       C++ loop functions + oneDNN steps      cpu / cpu          codegen/cpu/cpu_backend.h
+//   cuda      CUDA loop kernels (NVRTC -> PTX) +     none here / cuda-emulator (a GPU with the
+//             library calls                          CUDA runtime)      codegen/cuda/cuda_backend.h
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/graph.h"
+#include "orchestrate/analytic_cost.h"
+#include "orchestrate/fusion_rules.h"
+#include "orchestrate/kernel_candidate.h"
+#include "runtime/device.h"
+
+namespace korch {
+
+// One candidate as the backend emits it (device-neutral).
+struct EmittedKernel {
+  bool ok = false;
+  std::string reason;             // when !ok: why the backend cannot emit it (names node and op)
+  std::string signature;          // kernel_signature(): canonical text
+  std::string hash;               // content_hash(signature)
+  std::string source;             // its generated functions ("" when none: a library call or a
+                                  // reference op alone)
+  std::string entry;              // its (first) generated function, for messages ("" when none)
+  nlohmann::json recipe;          // how the device runs it (runtime/<device>/<device>_kernel.h)
+  std::vector<ValueId> arg_inputs;  // graph values bound to the recipe's inputs
+  std::vector<ValueId> outputs;     // graph values bound to the recipe's outputs
+};
+
+struct CompiledUnit {
+  std::string source_path;  // where the unit's source is kept (for messages and failures)
+  bool cached = false;      // no compiler ran
+  std::shared_ptr<runtime::KernelModule> module;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cpu" | "cuda": also the artifact's device tag
+  // Bumped when generated code changes what or how fast it computes: part of tuning keys.
+  virtual int generator_version() const = 0;
+  virtual const FusionRules& fusion_rules() const = 0;
+  // The roofline of the target (--cost analytic; optimistic lower bounds for pruning).
+  virtual DeviceSpec analytic_spec() const = 0;
+
+  // Never throws for a candidate it cannot emit: returns ok = false with the reason.
+  virtual EmittedKernel emit(const Graph& g, const KernelCandidate& c) const = 0;
+  // One compilable unit: the prelude once, then each distinct kernel's source.
+  virtual std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const = 0;
+  // Compiles units for `device` (timing_device() or check_device()), one module each. Throws
+  // korch::Error (kUnsupported) naming the unit's source when one does not compile.
+  virtual std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
+                                            const std::function<void()>& on_compiled = {}) = 0;
+
+  // The device measured costs are timed on; null when this machine cannot time the target
+  // (timing_unavailable() says why).
+  virtual runtime::Device* timing_device() = 0;
+  virtual std::string timing_unavailable() const { return ""; }
+  // The device generated kernels are checked on against the reference interpreter.
+  virtual runtime::Device* check_device() = 0;
+
+  // Writes dir/kernels/ for an artifact running `kernels` (plan order) and returns the manifest
+  // fields that describe it ("generator_version", "compiler", ...). Throws korch::Error.
+  virtual nlohmann::json write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) = 0;
+  // A line for the compile summary: what the artifact's kernels are and how they were checked.
+  virtual std::string describe_module() const { return ""; }
+};
+
+struct BackendOptions {
+  int cpu_threads = 2;  // cpu: threads kernels run and are measured with
+};
+
+// "cpu" or "cuda"; throws korch::Error (kUnsupported) for another name.
+std::unique_ptr<Backend> make_backend(const std::string& target, const BackendOptions& options = {});
+
+}  // namespace korch

@@ -1,0 +1,128 @@
+// split_kernel: a candidate as the parts every backend emits (kernel_parts.h).
+#include "codegen/kernel_parts.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/kernel_signature.h"
+#include "codegen/linear_match.h"
+#include "ir/primitive.h"
+#include "ir/text_format.h"
+
+namespace korch {
+
+namespace {
+
+// Values the nodes read from outside the set, in order of first use (kNoValue skipped).
+std::vector<ValueId> outside_reads(const Graph& g, const std::vector<NodeId>& nodes) {
+  std::set<ValueId> produced;
+  for (NodeId n : nodes)
+    for (ValueId v : g.nodes[static_cast<size_t>(n)].outputs)
+      if (v != kNoValue) produced.insert(v);
+  std::vector<ValueId> out;
+  for (NodeId n : nodes)
+    for (ValueId v : g.nodes[static_cast<size_t>(n)].inputs)
+      if (v != kNoValue && !produced.count(v) && std::find(out.begin(), out.end(), v) == out.end())
+        out.push_back(v);
+  return out;
+}
+
+}  // namespace
+
+KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionRules& rules,
+                         const std::vector<ValueId>& arg_inputs) {
+  KernelParts k;
+  if (std::string why = unfusable_reason(g, c, rules); !why.empty()) {
+    k.reason = why;
+    return k;
+  }
+  for (NodeId n : c.nodes) {
+    PrimitiveKind kind = primitive_kind(g, g.nodes[static_cast<size_t>(n)]);
+    if (kind != PrimitiveKind::kOpaque && kind != PrimitiveKind::kOperator) continue;
+    if (c.nodes.size() != 1) {  // unfusable_reason() keeps these alone; say so if that changes
+      k.reason = fmt::format("{} (node '{}') is {}: it runs alone", g.nodes[static_cast<size_t>(n)].op_type,
+                             g.nodes[static_cast<size_t>(n)].name, primitive_kind_name(kind));
+      return k;
+    }
+    // No generated code for it: the reference interpreter runs it (runtime/kernel_recipe.h).
+    PrintOptions po;
+    po.max_constant_elements = -1;
+    k.reference_graph = print_graph(kernel_subgraph(g, c), po);
+    return k;
+  }
+
+  const int ni = static_cast<int>(arg_inputs.size()), no = static_cast<int>(c.outputs.size());
+  std::map<ValueId, int> slot;  // argument slot of each value the kernel's parts exchange
+  for (int i = 0; i < ni; ++i) slot.emplace(arg_inputs[static_cast<size_t>(i)], i);
+  for (int i = 0; i < no; ++i) slot[c.outputs[static_cast<size_t>(i)]] = ni + i;
+
+  std::vector<NodeId> loop_nodes = c.nodes;
+  if (c.linear > 0) {
+    LinearMatchResult lm = match_linear(g, c.nodes, c.outputs);
+    if (!lm.ok) {
+      k.reason = lm.reason;
+      return k;
+    }
+    const LinearMatch& m = lm.match;
+    nlohmann::json desc = m.desc;
+    desc["operand_slots"] = nlohmann::json::array();
+    for (ValueId v : m.operands) {
+      auto it = slot.find(v);
+      if (it == slot.end() || it->second >= ni) {
+        k.reason = fmt::format("the linear step reads '{}', which is computed inside the kernel", g.value(v).name);
+        return k;
+      }
+      desc["operand_slots"].push_back(it->second);
+    }
+    if (!slot.count(m.result)) {
+      slot[m.result] = ni + no + static_cast<int>(k.scratch_bytes.size());
+      k.scratch_bytes.push_back(g.type(m.result).byte_size());
+    }
+    desc["result_slot"] = slot.at(m.result);
+    k.linear = desc;
+    std::set<NodeId> in_step(m.absorbed.begin(), m.absorbed.end());
+    in_step.insert(m.linear);
+    std::erase_if(loop_nodes, [&](NodeId n) { return in_step.count(n) != 0; });
+    // Values computed inside the step other than its result are not materialised anywhere.
+    std::set<ValueId> step_internal;
+    for (NodeId n : in_step)
+      for (ValueId v : g.nodes[static_cast<size_t>(n)].outputs)
+        if (v != kNoValue && v != m.result) step_internal.insert(v);
+    for (ValueId v : outside_reads(g, loop_nodes))
+      if (step_internal.count(v)) {
+        k.reason = fmt::format("'{}' is needed after the linear step but lives only inside it", g.value(v).name);
+        return k;
+      }
+    for (ValueId v : c.outputs)
+      if (step_internal.count(v)) {
+        k.reason = fmt::format("output '{}' lives only inside the linear step", g.value(v).name);
+        return k;
+      }
+  }
+  if (loop_nodes.empty()) return k;
+
+  std::vector<ValueId> loop_inputs, loop_outputs;
+  for (ValueId v : outside_reads(g, loop_nodes))
+    if (!is_baked_constant(g, v)) loop_inputs.push_back(v);
+  std::set<ValueId> loop_produced;
+  for (NodeId n : loop_nodes)
+    for (ValueId v : g.nodes[static_cast<size_t>(n)].outputs) loop_produced.insert(v);
+  for (ValueId v : c.outputs)
+    if (loop_produced.count(v)) loop_outputs.push_back(v);
+  LoopKernelBuild lb = build_loop_kernel(g, loop_nodes, loop_inputs, loop_outputs);
+  if (!lb.kernel) {
+    k.reason = lb.reason.empty() ? "the loop kernel builder declined" : lb.reason;
+    return k;
+  }
+  for (ValueId v : loop_inputs) k.loop_input_slots.push_back(slot.at(v));
+  for (ValueId v : loop_outputs) k.loop_output_slots.push_back(slot.at(v));
+  k.loop_first_scratch = ni + no + static_cast<int>(k.scratch_bytes.size());
+  for (int64_t b : lb.scratch_bytes) k.scratch_bytes.push_back(b);
+  k.loop = std::move(lb.kernel);
+  return k;
+}
+
+}  // namespace korch

@@ -1,0 +1,37 @@
+// What a target can fuse, as data: read by the candidate enumeration (which prunes with it), by
+// the analytic cost model and by the backend's emitter. Each backend states its own rules
+// (codegen/<target>/<target>_backend.cc); the orchestrator needs no backend code to apply them.
+//
+// Loop kernels (elementwise, broadcast, layout and reduction primitives) fuse freely on every
+// target; the rules are about the primitives a generated kernel cannot contain:
+//   * linear primitives run as library calls (oneDNN, cuBLASLt/cuDNN): one per kernel, joined
+//     only by what the library applies as an epilogue, downstream of the linear
+//     primitive (`linear_epilogue`), or by primitives computed from constants alone that the
+//     library reads as an operand (`linear_constant_operands`: an Expand of a bias);
+//   * opaque primitives (TopK, LSTM, ...) and operators fission keeps whole run alone.
+// Example: with the CPU's rules {Conv, Add(bias), Relu} is one kernel; with the CUDA backend's
+// (no epilogues yet) the Conv is a kernel alone and {Add, Relu} a loop kernel.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/primitive.h"
+
+namespace korch {
+
+struct KernelCandidate;
+
+struct FusionRules {
+  std::string name = "library epilogues";  // for messages: what the rules describe
+  std::vector<PrimitiveKind> linear_epilogue = {PrimitiveKind::kElementwise, PrimitiveKind::kBroadcast};
+  std::vector<PrimitiveKind> linear_constant_operands = {PrimitiveKind::kElementwise, PrimitiveKind::kBroadcast,
+                                                         PrimitiveKind::kLayout};
+};
+
+// "" when a kernel of c's nodes is allowed under `rules`, else why not. Closed under convex
+// supersets: a set it rejects stays rejected when it grows, so the enumeration may stop growing it.
+std::string unfusable_reason(const Graph& g, const KernelCandidate& c, const FusionRules& rules);
+
+}  // namespace korch

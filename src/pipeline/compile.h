@@ -1,0 +1,75 @@
+// The whole compiler, one function for every target: model graph -> artifact folder.
+//
+//   compile_model(model, dir, options):
+//     1. lower_to_primitives      fission + never-losing rewrites (pipeline.h)
+//     2. every primitive must have a kernel of its own on the target, or no plan exists
+//     3. costs                    measured on the target's timing device (profile/measured_cost.h),
+//                                 or the analytic roofline restricted to what the backend can emit
+//     4. orchestrate              candidates under the backend's fusion rules -> BLP -> plan
+//     5. emit                     each planned kernel (Backend::emit)
+//     6. write the artifact       program + weights (runtime/artifact.h), the backend's kernel
+//                                 module, plan.json + primitives.txt
+//     7. verify                   when the costs were not measured (so no kernel of the plan has
+//                                 passed the correctness gate yet): each kernel of the written
+//                                 artifact runs on the backend's check device on reference values;
+//                                 a kernel that fails is excluded and the plan solved again (3-7)
+// `unfused` compiles the baseline instead: one kernel per primitive, no search; `korch bench` runs
+// it next to the optimised plan so the orchestration's own gain is visible.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/backend.h"
+#include "ir/graph.h"
+#include "orchestrate/analytic_cost.h"
+#include "orchestrate/orchestrate.h"
+#include "orchestrate/plan_json.h"
+#include "profile/measured_cost.h"
+#include "runtime/memory_plan.h"
+
+namespace korch {
+
+enum class CostSource { kMeasured, kAnalytic };
+
+struct CompileOptions {
+  std::string target = "cpu";       // the backend (codegen/backend.h)
+  int cpu_threads = 2;              // cpu: threads kernels run and are measured with
+  OrchestrateOptions orchestrate;   // its candidate fusion rules are replaced by the backend's
+  CostSource cost = CostSource::kMeasured;
+  std::optional<DeviceSpec> spec;   // analytic costs: default the backend's analytic_spec()
+  MeasuredCostOptions measured;     // measured costs
+  bool unfused = false;
+  bool verify = true;               // step 7
+  std::string model_name;           // recorded in plan.json and the manifest
+  std::function<void(const std::string&)> log;  // one line per phase; may be empty
+};
+
+struct VerifyReport {
+  bool ran = false;
+  std::string device;                 // the check device
+  int64_t kernels = 0;                // kernels checked (last round)
+  int rounds = 0;                     // plans written (1 = the first one passed)
+  std::vector<std::string> failures;  // "kernel: what differs", every round
+};
+
+struct CompileResult {
+  Graph primitives;
+  OrchestrateResult orchestration;
+  std::vector<EmittedKernel> kernels;  // one per planned kernel, plan order
+  MeasuredCostStats measured;          // when costs were measured
+  std::string cost_model;              // provider name
+  std::string target, module;          // the backend, and what its artifact module holds
+  VerifyReport verify;
+  runtime::MemoryReport memory;
+  PlanMetadata meta;                   // timing per phase
+};
+
+// Throws korch::Error naming the node and op when a primitive has no kernel on the target,
+// (kUnsupported) when the target cannot do what is asked here (measured costs without a GPU),
+// and when the artifact cannot be written.
+CompileResult compile_model(const Graph& model, const std::string& artifact_dir, const CompileOptions& options);
+
+}  // namespace korch

@@ -1,0 +1,115 @@
+#include "runtime/cpu/cpu_device.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/cpu/cpu_device_id.h"
+#include "runtime/cpu/cpu_kernel.h"
+#include "runtime/cpu/cpu_linear_step.h"
+#include "runtime/cpu/cpu_module.h"
+#include "support/error.h"
+
+namespace korch::cpu {
+
+CpuDevice::CpuDevice(int threads) : threads_(threads) {
+  if (threads_ > 0) set_cpu_threads(threads_);
+}
+
+CpuDevice::~CpuDevice() {
+  for (void* p : owned_) std::free(p);
+}
+
+std::string CpuDevice::id() const { return cpu_device_id(threads_ > 0 ? threads_ : omp_get_max_threads()); }
+
+void* CpuDevice::alloc(int64_t bytes) {
+  const size_t size = static_cast<size_t>((std::max<int64_t>(bytes, 64) + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, size);
+  if (!p) fail_io("out of memory: {} bytes", size);
+  return p;
+}
+
+void CpuDevice::free(void* p) { std::free(p); }
+
+void CpuDevice::upload(void* dst, const void* src, int64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
+void CpuDevice::download(void* dst, const void* src, int64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
+bool CpuDevice::uses_module(const nlohmann::json& recipe) const {
+  return recipe.is_object() && recipe.value("symbol", std::string()) != "";
+}
+
+std::shared_ptr<runtime::KernelModule> CpuDevice::load_module(const std::string& artifact_dir) {
+  return load_cpu_module(artifact_dir);
+}
+
+std::unique_ptr<runtime::DeviceKernel> CpuDevice::make_kernel(const nlohmann::json& recipe,
+                                                              std::shared_ptr<runtime::KernelModule> module) {
+  std::shared_ptr<SharedLibrary> lib;
+  if (module) {
+    auto* m = dynamic_cast<CpuModule*>(module.get());
+    KORCH_CHECK(m, "a CPU kernel needs a CPU module, got {}", module->describe());
+    lib = m->library();
+  }
+  return std::make_unique<CpuKernel>(CpuKernelRecipe::from_json(recipe), std::move(lib));
+}
+
+int CpuDevice::specialize(runtime::ProgramView& p) {
+  if (std::getenv("KORCH_NO_LAYOUT_HANDOFF")) return 0;
+  const size_t nb = p.is_arena.size();
+  std::vector<int> writer(nb, -1);
+  std::vector<std::vector<std::pair<int, int>>> readers(nb);  // (step, input position)
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    for (int b : p.steps[i].outputs) writer[static_cast<size_t>(b)] = static_cast<int>(i);
+    for (size_t a = 0; a < p.steps[i].inputs.size(); ++a)
+      readers[static_cast<size_t>(p.steps[i].inputs[a])].emplace_back(static_cast<int>(i), static_cast<int>(a));
+  }
+  auto only_linear = [&](int step) -> LinearStep* {
+    auto* k = dynamic_cast<CpuKernel*>(p.steps[static_cast<size_t>(step)].kernel);
+    return k ? k->only_linear_step() : nullptr;
+  };
+  int handoffs = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    if (!p.is_arena[b] || writer[b] < 0 || readers[b].empty()) continue;
+    const runtime::ProgramView::Step& w = p.steps[static_cast<size_t>(writer[b])];
+    LinearStep* producer = only_linear(writer[b]);
+    if (!producer) continue;
+    const int out_slot = static_cast<int>(w.inputs.size()) +
+                         static_cast<int>(std::find(w.outputs.begin(), w.outputs.end(), static_cast<int>(b)) - w.outputs.begin());
+    const std::string layout = producer->dst_layout();
+    if (layout.empty() || producer->result_slot() != out_slot) continue;
+    bool ok = true;
+    for (auto [step, pos] : readers[b]) {
+      LinearStep* c = only_linear(step);
+      ok = ok && c &&
+           ((c->src_slot() == pos && c->reads_only_as_src(pos) && c->src_layout() == layout) ||
+            (c->reads_only_as_sum(pos) && c->dst_layout() == layout));
+    }
+    if (!ok) continue;
+    void* buf = std::aligned_alloc(64, static_cast<size_t>((producer->dst_layout_bytes() + 63) / 64 * 64));
+    if (!buf) fail_io("out of memory for a {}-byte layout handoff buffer", producer->dst_layout_bytes());
+    owned_.push_back(buf);
+    (*p.ptrs)[b] = buf;
+    producer->set_dst_in_layout(true);
+    for (auto [step, pos] : readers[b]) {
+      LinearStep* c = only_linear(step);
+      if (c->src_slot() == pos) c->set_src_in_layout(true);
+      else c->set_sum_in_layout(true);
+    }
+    ++handoffs;
+  }
+  return handoffs;
+}
+
+void set_cpu_threads(int n) {
+  KORCH_CHECK(n >= 1, "thread count {}", n);
+  omp_set_num_threads(n);
+}
+
+}  // namespace korch::cpu

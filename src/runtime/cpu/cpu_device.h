@@ -1,0 +1,47 @@
+// The CPU device (runtime/device.h): host memory, kernels from a CPU module (cpu_module.h) with
+// their recipes (cpu_kernel.h), OpenMP threads, and the layout handoff between oneDNN steps.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+
+namespace korch::cpu {
+
+class CpuDevice : public runtime::Device {
+ public:
+  // threads > 0 sets OpenMP's thread count for the kernels (omp_set_num_threads); 0 leaves it.
+  explicit CpuDevice(int threads = 0);
+  ~CpuDevice() override;
+  std::string name() const override { return "cpu"; }
+  std::string id() const override;  // cpu_device_id(threads), cpu_device_id.h
+  bool host_memory() const override { return true; }
+  void* alloc(int64_t bytes) override;
+  void free(void* p) override;
+  void upload(void* dst, const void* src, int64_t bytes) override;
+  void download(void* dst, const void* src, int64_t bytes) override;
+  void synchronize() override {}
+  bool uses_module(const nlohmann::json& recipe) const override;  // a loop function ("symbol")
+  std::shared_ptr<runtime::KernelModule> load_module(const std::string& artifact_dir) override;
+  std::unique_ptr<runtime::DeviceKernel> make_kernel(const nlohmann::json& recipe,
+                                                     std::shared_ptr<runtime::KernelModule> module) override;
+  // Layout handoff (cpu_linear_step.h): an arena value written by a kernel that is only a linear
+  // step and read only as the src (or sum operand) of kernels that are only linear steps wanting
+  // the same layout stays in that layout, in a buffer of its own (a blocked layout pads channels,
+  // so it may not fit the arena slot planned for the plain tensor). KORCH_NO_LAYOUT_HANDOFF=1
+  // turns it off.
+  int specialize(runtime::ProgramView& program) override;
+  int threads() const { return threads_; }
+
+ private:
+  int threads_ = 0;
+  std::vector<void*> owned_;  // handoff buffers
+};
+
+// Sets the OpenMP thread count the CPU kernels use (omp_set_num_threads), for callers that do not
+// link OpenMP themselves. n >= 1.
+void set_cpu_threads(int n);
+
+}  // namespace korch::cpu

@@ -1,0 +1,45 @@
+// A linear primitive (Conv, ConvTranspose, MatMul) run as one oneDNN 2.6 primitive with its
+// epilogue as post-ops, from the description codegen/linear_match.h writes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace korch::cpu {
+
+// The oneDNN primitive (created once; weights reordered on first run and kept, since weight
+// arguments are constants whose pointer and contents never change).
+class LinearStep {
+ public:
+  static std::unique_ptr<LinearStep> create(const nlohmann::json& desc);  // throws korch::Error
+  virtual ~LinearStep() = default;
+  virtual void run(void* const* args) = 0;
+  // oneDNN's implementation name and the chosen layouts ("brg:avx512_core src 1x64x56x56
+  // blocked 1:16 ..."), for logs, tests and the profiler's notes.
+  virtual std::string implementation() const = 0;
+
+  // Layout handoff (the CPU device decides, runtime/cpu/cpu_device.cc): when a step's result is
+  // read only as the src of following steps whose primitives want the same layout, the producer
+  // writes it in that layout and the consumers read it as is, skipping a reorder to plain and one
+  // back. On mobilenet_v2 those reorders took more time than the convolutions (ONEDNN_VERBOSE).
+  // Layouts are opaque keys ("" = plain row-major, no handoff possible).
+  virtual std::string src_layout() const { return ""; }
+  virtual std::string dst_layout() const { return ""; }
+  virtual int64_t dst_layout_bytes() const { return 0; }  // buffer size of the result in dst_layout
+  virtual int src_slot() const { return -1; }
+  virtual int result_slot() const { return -1; }
+  // Whether args[slot] is read as the src and nothing else (no bias, post-op or sum operand).
+  virtual bool reads_only_as_src(int slot) const { (void)slot; return false; }
+  // From now on args[src_slot()] holds the src in src_layout() / the result goes to
+  // args[result_slot()] in dst_layout().
+  virtual void set_src_in_layout(bool on) { (void)on; }
+  // A residual read as a sum post-op: args[slot] read as that and nothing else; from now on it
+  // holds the residual in dst_layout() (copied as is instead of reordered).
+  virtual bool reads_only_as_sum(int slot) const { (void)slot; return false; }
+  virtual void set_sum_in_layout(bool on) { (void)on; }
+  virtual void set_dst_in_layout(bool on) { (void)on; }
+};
+
+}  // namespace korch::cpu

@@ -1,0 +1,20 @@
+#include "runtime/cuda/cuda_device.h"
+
+#include "runtime/cuda/cuda_driver.h"
+#include "support/error.h"
+
+namespace korch::cuda {
+
+std::unique_ptr<runtime::Device> open_cuda_device(const runtime::DeviceOptions& options) {
+  if (options.emulate) fail_unsupported("the CUDA emulator is not part of this build yet");
+  const GpuInfo& gpu = probe_gpu();
+  if (!gpu.available)
+    fail_unsupported("this is a CUDA artifact and needs an NVIDIA GPU, but {} (run it on the CPU's CUDA emulator "
+                     "with --emulate)",
+                     gpu.why);
+  fail_unsupported("running CUDA artifacts on the GPU ({}, {}) needs the CUDA runtime, which this korch does not have "
+                   "yet (--emulate runs it on the CPU's CUDA emulator)",
+                   gpu.name, gpu.arch());
+}
+
+}  // namespace korch::cuda

@@ -1,0 +1,100 @@
+// The run-time half of a backend: a Device allocates buffers, moves data, loads kernel modules,
+// turns kernel recipes into runnable kernels and tells time. The artifact executor
+// (executable.h) and the measuring driver (profile/measured_cost.h) see devices only through this
+// interface; the compile-time half (what a target can fuse, how a candidate becomes code) is
+// codegen/backend.h.
+//
+//   device      what it runs on                         made by
+//   "cpu"       this CPU: generated C++ + oneDNN        runtime/cpu/cpu_device.h
+//   "cuda"      an NVIDIA GPU (driver loaded at run     runtime/cuda/cuda_device.h
+//               time; no GPU here: a clear error)
+//   "cuda-emulator"  the generated CUDA source compiled runtime/cuda/cuda_device.h
+//               for this CPU, threads as fibers (tests, machines without a GPU)
+//
+// Recipes are JSON (each device documents its own); every recipe carries "inputs" and "outputs"
+// (lists of {dtype, shape}) and "scratch_bytes", which the executor validates generically
+// (kernel_recipe.h). Argument convention shared by every device: a kernel receives its argument
+// inputs, its outputs, then its scratch buffers, in that order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace korch::runtime {
+
+// A loaded batch of compiled kernels (a shared library, an emulated module, a CUDA module).
+class KernelModule {
+ public:
+  virtual ~KernelModule() = default;
+  virtual std::string describe() const = 0;  // where it came from, for messages
+  virtual bool rebuilt() const { return false; }  // loading had to rebuild it from its source
+};
+
+class DeviceKernel {
+ public:
+  virtual ~DeviceKernel() = default;
+  // inputs/outputs: device pointers, as many as the recipe's inputs/outputs. May return before the
+  // device has finished (Device::synchronize waits).
+  virtual void run(const void* const* inputs, void* const* outputs) = 0;
+};
+
+// What a device may change in a loaded program before it runs (device-specific plan tweaks such as
+// the CPU's layout handoff): the steps with their buffer ids and the buffer pointers.
+struct ProgramView {
+  struct Step {
+    DeviceKernel* kernel = nullptr;
+    std::vector<int> inputs, outputs;  // buffer ids
+  };
+  std::vector<Step> steps;
+  std::vector<bool> is_arena;   // per buffer: an intermediate in the arena (others: inputs, outputs, weights)
+  std::vector<void*>* ptrs = nullptr;  // per buffer; a device may point an arena buffer elsewhere
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;  // "cpu", "cuda", "cuda-emulator"
+  // What a measurement on this device is valid for (the device part of a tuning key).
+  virtual std::string id() const = 0;
+  // Device pointers are host pointers (no copies needed).
+  virtual bool host_memory() const = 0;
+  virtual void* alloc(int64_t bytes) = 0;  // aligned to at least 64 bytes; throws korch::Error
+  virtual void free(void* p) = 0;
+  virtual void upload(void* dst, const void* src, int64_t bytes) = 0;
+  virtual void download(void* dst, const void* src, int64_t bytes) = 0;
+  virtual void synchronize() = 0;
+  // Seconds on a monotonic clock once everything issued so far has finished: the timer that
+  // measurements use (a kernel's time is the difference of two readings around its runs).
+  double synchronized_seconds();
+
+  // Whether the kernel of `recipe` runs code from the kernel module (else: a library call or a
+  // reference op alone).
+  virtual bool uses_module(const nlohmann::json& recipe) const = 0;
+  // The kernel module of an artifact folder (its kernels/ files). Throws korch::Error naming the
+  // file at fault.
+  virtual std::shared_ptr<KernelModule> load_module(const std::string& artifact_dir) = 0;
+  // A runnable kernel for `recipe` from `module` (which may be null for kernels without generated
+  // code). Throws korch::Error when the recipe is malformed or names code the module lacks.
+  virtual std::unique_ptr<DeviceKernel> make_kernel(const nlohmann::json& recipe,
+                                                    std::shared_ptr<KernelModule> module) = 0;
+  // Device-specific changes to a loaded program; returns how many it made (for reports).
+  virtual int specialize(ProgramView& program) {
+    (void)program;
+    return 0;
+  }
+};
+
+struct DeviceOptions {
+  int cpu_threads = 0;    // "cpu": OpenMP threads for the kernels (0: leave OpenMP's setting)
+  bool emulate = false;   // "cuda": run on the host emulator instead of a GPU
+};
+
+// The device for an artifact's device tag ("cpu" | "cuda"). Throws korch::Error (kUnsupported)
+// with one line naming what is missing (no GPU, no driver) when it cannot run here.
+std::unique_ptr<Device> open_device(const std::string& tag, const DeviceOptions& options = {});
+
+}  // namespace korch::runtime
