@@ -1,5 +1,7 @@
 // Guards against toolchain miscompiles we have hit. GCC 12.2 with -march=native on AVX-512 hosts
-// built std::vector<int64_t>{1, 1, 0, 0} as {1, 1, 1, 1}; CMakeLists.txt adds -mno-avx512f.
+// built std::vector<int64_t>{1, 1, 0, 0} as {1, 1, 1, 1} (a vpbroadcastq of its first element),
+// with -mno-avx512f too on a Sapphire Rapids Xeon (its tuning); CMakeLists.txt adds
+// -mno-avx512f -mtune=generic.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -8,8 +8,8 @@ namespace korch::cpu {
 HostCompilerConfig default_cpu_compiler() {
   HostCompilerConfig c;
   if (const char* cxx = std::getenv("KORCH_CXX"); cxx && *cxx) c.cxx = cxx;
-  c.flags = {"-std=c++17", "-O3", "-march=native", "-mno-avx512f", "-fopenmp", "-fno-math-errno",
-             "-fno-trapping-math", "-fPIC", "-shared", "-w"};
+  c.flags = {"-std=c++17", "-O3", "-march=native", "-mno-avx512f", "-mtune=generic", "-fopenmp",
+             "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-w"};
   c.libs = {"-lmvec", "-lm"};
   c.cache_subdir = "kernels";
   c.key_extra = std::to_string(kCpuGeneratorVersion);

@@ -1,0 +1,51 @@
+// Generated kernels compiled with the CPU backend's flags (cpu_compiler.h) against a GCC 12.2
+// miscompile we hit: with -march=native on a Sapphire Rapids Xeon (even with -mno-avx512f, through
+// its -mtune), the vectorised int64 min(i1, 4) below read wrong elements (Concat's clamped source
+// index: out[.., 4] came out 0). The kernel is the one the loop emitter wrote for that Concat.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "codegen/cpu/cpu_compiler.h"
+#include "codegen/cpu/cpu_loop_emitter.h"
+
+namespace korch {
+namespace {
+
+TEST(ToolchainKernel, VectorisedInt64MinAndMax) {
+  const std::string source = cpu::cpu_prelude() + R"(
+extern "C" void concat3(void* const* args) {
+  const float* __restrict b0 = (const float*)args[0];
+  float* __restrict b1 = (float*)args[1];
+  for (int64_t i0 = 0; i0 < 12; ++i0) {
+    #pragma omp simd
+    for (int64_t i1 = 0; i1 < 15; ++i1) {
+      const int64_t x8 = korch_imax(0LL, (i1 + -10LL));
+      const int64_t x12 = korch_imax(0LL, korch_imin(4LL, (i1 + -5LL)));
+      const int64_t x14 = korch_imin(i1, 4LL);
+      const float t2 = expf(b0[(5LL * i0 + x8)]);
+      const float t6 = (i1 >= 5LL && i1 < 10LL) ? (float)(-b0[(5LL * i0 + x12)]) : t2;
+      b1[(15LL * i0 + i1)] = (i1 >= 0LL && i1 < 5LL) ? b0[(5LL * i0 + x14)] : t6;
+    }
+  }
+}
+)";
+  auto libs = compile_libraries({source}, cpu::default_cpu_compiler());
+  auto fn = reinterpret_cast<void (*)(void* const*)>(libs[0].library->symbol("concat3"));
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> x(60), y(180, -99.f);
+  for (int i = 0; i < 60; ++i) x[static_cast<size_t>(i)] = 0.01f * static_cast<float>(i) - 0.3f;
+  void* args[2] = {x.data(), y.data()};
+  fn(args);
+  for (int i0 = 0; i0 < 12; ++i0)
+    for (int i1 = 0; i1 < 15; ++i1) {
+      const float want = i1 < 5 ? x[static_cast<size_t>(5 * i0 + i1)]
+                       : i1 < 10 ? -x[static_cast<size_t>(5 * i0 + i1 - 5)]
+                                 : std::exp(x[static_cast<size_t>(5 * i0 + i1 - 10)]);
+      EXPECT_NEAR(y[static_cast<size_t>(15 * i0 + i1)], want, 1e-5f) << "row " << i0 << " column " << i1;
+    }
+}
+
+}  // namespace
+}  // namespace korch
