@@ -418,9 +418,8 @@ CudaLoopEmit emit_cuda_loop_kernel(const LoopKernel& k, const std::string& symbo
   CodeWriter out;
   for (size_t t = 0; t < k.tables.size(); ++t) {
     const loop::Table& tb = k.tables[t];
-    out.line(fmt::format("__device__ const {} {}[{}] = {{{}}};", detail::ctype(tb.dtype),
-                         detail::table_name(symbol, static_cast<int>(t)), std::max<size_t>(1, tb.values.size()),
-                         table_values(tb)));
+    out.line(fmt::format("__device__ const {} {}[] = {{{}}};", detail::ctype(tb.dtype),
+                         detail::table_name(symbol, static_cast<int>(t)), table_values(tb)));
   }
   const Slots slots{input_slots, output_slots, first_scratch_slot};
   for (size_t i = 0; i < plans.size(); ++i)
