@@ -1,7 +1,8 @@
 // The CUDA printer on the shared loop-kernel table (loop_cases.h) plus cases aimed at each
 // schedule family: every case under every schedule of its cuda_schedule_space(), compiled for
-// the host emulator (many kernels per translation unit), run on seeded inputs and compared with
-// the reference interpreter at 1e-4 relative L2; and every case's default schedule compiled to
+// the host emulator (many kernels per translation unit; the default also with 64-bit index
+// arithmetic), run on seeded inputs and compared with the reference interpreter at 1e-4 relative
+// L2; and every case's default schedule compiled to
 // PTX by NVRTC. The built-in models' loop candidates run under their default schedule
 // (KORCH_CUDA_ALL_SCHEDULES=1: all of them); KORCH_CUDA_TIMES=1 prints each variant's time.
 #include <gtest/gtest.h>
@@ -91,6 +92,11 @@ CudaRun run_cuda_cases(const std::vector<LoopCase>& cases, bool only_default = f
     const LoopKernel& k = *builds[i].kernel;
     std::vector<CudaSchedule> space = only_default ? std::vector<CudaSchedule>{cuda::default_cuda_schedule(k)}
                                                    : cuda::cuda_schedule_space(k);
+    if (!only_default) {
+      // The default once more with 64-bit index arithmetic: that code path on every case.
+      space.push_back(space.front());
+      space.back().index64 = true;
+    }
     const int ni = k.num_inputs, no = k.num_outputs;
     std::vector<int> in_slots, out_slots;
     for (int s = 0; s < ni; ++s) in_slots.push_back(s);
@@ -274,6 +280,7 @@ TEST(CudaLoopKernel, EveryCaseUnderEverySchedule) {
     families["row kernel, block per row"] += t.find("a block per row") != std::string::npos;
     families["two-pass"] += t.find("two-pass") != std::string::npos;
     families["float4"] += t.find("korch_ld4(") != std::string::npos;
+    families["64-bit index arithmetic"] += v.schedule.index64 && t.find("int32_t") == std::string::npos;
     families["warp per output"] += !row && t.find("korch_warp_") != std::string::npos;
     families["block per output"] += !row && t.find("korch_block_") != std::string::npos;
     families["thread per output"] += t.find("acc = ") != std::string::npos && t.find("korch_warp_") == std::string::npos &&

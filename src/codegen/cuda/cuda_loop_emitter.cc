@@ -91,7 +91,7 @@ int slot_of(const loop::Buffer& b, const Slots& s) {
 // One __global__ function for plan `p`.
 CudaLaunch print_function(const LoopKernel& k, std::vector<CudaStage>& stages, const LaunchPlan& p,
                           const std::string& name, const Slots& slots, const CudaSchedule& s, CodeWriter& out) {
-  bool wide = false;
+  bool wide = s.index64;
   std::set<int> read, written;
   std::set<std::string> shared;
   const CudaStage::Part part = p.kind == LaunchPlan::Kind::kPartials ? CudaStage::Part::kValue
@@ -203,7 +203,7 @@ CudaLaunch print_function(const LoopKernel& k, std::vector<CudaStage>& stages, c
 }  // namespace
 
 std::string CudaSchedule::describe() const {
-  return fmt::format("block{} vec{} rows{} {}", block, vector, rows_per_block, reduce_name(reduce));
+  return fmt::format("block{} vec{} rows{} {}{}", block, vector, rows_per_block, reduce_name(reduce), index64 ? " i64" : "");
 }
 
 namespace detail {

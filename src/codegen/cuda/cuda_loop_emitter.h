@@ -36,8 +36,11 @@ struct CudaSchedule {
   // kAuto picks per stage (cuda_loop_emitter_stage.cc) and fuses row kernels; kThread and
   // kTwoPass run every reduction stage as its own launch(es), kWarp / kBlock only change the
   // reductions that are not part of a row kernel.
+  // 64-bit index arithmetic even where the value ranges allow 32 bits (tests exercise the 64-bit
+  // code on small tensors with it; a kernel whose ranges need 64 bits gets them regardless).
+  bool index64 = false;
 
-  std::string describe() const;  // "block256 vec4 rows1 warp"
+  std::string describe() const;  // "block256 vec4 rows1 warp" (+ " i64")
   bool operator==(const CudaSchedule&) const = default;
 };
 
