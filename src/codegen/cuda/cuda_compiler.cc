@@ -102,24 +102,22 @@ bool write_atomically(const std::string& path, const std::string& text, const st
   return !ec;
 }
 
-// Compiles one program; "" on success (ptx filled), else the error text.
+// Compiles one program; "" on success (ptx and its log filled), else the error text.
 std::string compile_one(const Nvrtc& n, const std::string& source, const std::string& name,
-                        const std::vector<std::string>& options, std::string* ptx) {
+                        const std::vector<std::string>& options, std::string* ptx, std::string* warnings) {
   void* prog = nullptr;
   if (int rc = n.create(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr); rc != 0)
     return fmt::format("nvrtcCreateProgram failed for {}: {}", name, n.error_string(rc));
   std::vector<const char*> opts;
   for (const std::string& o : options) opts.push_back(o.c_str());
   const int rc = n.compile(prog, static_cast<int>(opts.size()), opts.data());
-  std::string error;
+  std::string error, log;
+  if (size_t size = 0; n.log_size(prog, &size) == 0 && size > 1) {
+    log.resize(size);
+    n.log(prog, log.data());
+    log.resize(size - 1);
+  }
   if (rc != 0) {
-    size_t size = 0;
-    std::string log;
-    if (n.log_size(prog, &size) == 0 && size > 1) {
-      log.resize(size);
-      n.log(prog, log.data());
-      log.resize(size - 1);
-    }
     error = fmt::format("generated CUDA source {} does not compile (NVRTC {}.{}: {}):\n{}", name, n.major, n.minor,
                         n.error_string(rc), log.substr(0, 4000));
   } else {
@@ -128,6 +126,7 @@ std::string compile_one(const Nvrtc& n, const std::string& source, const std::st
     ptx->resize(size);
     n.ptx(prog, ptx->data());
     while (!ptx->empty() && ptx->back() == '\0') ptx->pop_back();
+    *warnings = std::move(log);
   }
   n.destroy(&prog);
   return error;
@@ -184,7 +183,7 @@ std::vector<PtxModule> compile_to_ptx(const std::vector<std::string>& sources, c
       const std::string tag = fmt::format(".tmp{}.{}", getpid(), todo[t]);
       std::string error;
       if (!write_atomically(m.source_path, sources[todo[t]], tag)) error = "cannot write " + m.source_path;
-      if (error.empty()) error = compile_one(n, sources[todo[t]], m.source_path, options, &m.ptx);
+      if (error.empty()) error = compile_one(n, sources[todo[t]], m.source_path, options, &m.ptx, &m.log);
       if (error.empty() && !write_atomically(m.ptx_path, m.ptx, tag)) error = "cannot write " + m.ptx_path;
       std::lock_guard<std::mutex> lock(mu);
       if (!error.empty()) {

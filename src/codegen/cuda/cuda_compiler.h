@@ -30,6 +30,7 @@ struct PtxModule {
   std::string ptx;
   std::string source_path, ptx_path;  // in the cache (for error reports and artifacts)
   bool cached = false;                // true when NVRTC did not run
+  std::string log;                    // NVRTC's log (warnings) when it ran
 };
 
 // Compiles each source to PTX (cache hits skip NVRTC), up to config.jobs at once. Throws

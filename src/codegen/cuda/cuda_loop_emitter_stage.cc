@@ -524,7 +524,8 @@ void CudaStage::print_two_pass_partials(CodeWriter& w, int64_t chunks, int value
   if (is_arg()) w.line(fmt::format("int64_t* __restrict__ pp = (int64_t*)a.p[{}];", pos_slot));
   emit_level(w, -1, &needed_value_, false);
   w.open(fmt::format("for ({0} g = ({0})blockIdx.x; g < {1}; g += ({0})gridDim.x)", it(), ilit(kept_iterations() * chunks)));
-  w.line(fmt::format("const {} f = g / {}, c = g % {};", it(), ilit(chunks), ilit(chunks)));
+  if (K > 0) w.line(fmt::format("const {} f = g / {};", it(), ilit(chunks)));
+  w.line(fmt::format("const {} c = g % {};", it(), ilit(chunks)));
   std::vector<int64_t> ext;
   std::vector<std::string> names;
   for (int l = 0; l < K; ++l) {
