@@ -12,7 +12,7 @@ APT_PKGS=(
   build-essential cmake ninja-build pkg-config git
   libprotobuf-dev protobuf-compiler libonnx-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev
-  coinor-libcbc-dev libglpk-dev libdnnl-dev libsqlite3-dev
+  coinor-libcbc-dev libglpk-dev libdnnl-dev libsqlite3-dev libboost-context-dev
   python3-venv python3-numpy python3-torch python3-torchvision unzip
 )
 missing=()

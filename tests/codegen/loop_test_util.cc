@@ -60,10 +60,7 @@ LoopCase whole_graph_case(std::string name, Graph g) {
   return c;
 }
 
-namespace {
-
-// Relative L2 error, NaN/Inf positions required to agree exactly.
-std::string compare(const Tensor& out, const Tensor& ref) {
+std::string compare_to_reference(const Tensor& out, const Tensor& ref) {
   if (out.type() != ref.type()) return fmt::format("type {} vs reference {}", type_str(out.type()), type_str(ref.type()));
   double num = 0, den = 0;
   for (int64_t i = 0; i < ref.numel(); ++i) {
@@ -80,8 +77,6 @@ std::string compare(const Tensor& out, const Tensor& ref) {
   if (rel > 1e-4) return fmt::format("relative L2 error {:.3g}", rel);
   return "";
 }
-
-}  // namespace
 
 std::vector<LoopCaseResult> run_loop_cases(const std::vector<LoopCase>& cases, size_t batch_size) {
   std::vector<LoopCaseResult> results(cases.size());
@@ -141,7 +136,7 @@ std::vector<LoopCaseResult> run_loop_cases(const std::vector<LoopCase>& cases, s
       kernel.run(in_ptrs.data(), out_ptrs.data());
       std::string msg;
       for (size_t o = 0; o < outs.size() && msg.empty(); ++o) {
-        msg = compare(outs[o], ref[o]);
+        msg = compare_to_reference(outs[o], ref[o]);
         if (!msg.empty()) msg = fmt::format("output {}: {}", o, msg);
       }
       results[i].ok = msg.empty();

@@ -60,6 +60,10 @@ struct LoopCaseResult {
   std::string message;
 };
 
+// "" when `out` matches `ref` within 1e-4 relative L2 (NaN/Inf positions must agree exactly),
+// else what differs.
+std::string compare_to_reference(const Tensor& out, const Tensor& ref);
+
 // Builds, emits (batch_size functions per translation unit), compiles and runs every case on
 // seeded random inputs, comparing with interpret(kernel_subgraph(...)) at 1e-4 relative L2.
 std::vector<LoopCaseResult> run_loop_cases(const std::vector<LoopCase>& cases, size_t batch_size = 200);

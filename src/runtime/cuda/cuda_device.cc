@@ -6,7 +6,7 @@
 namespace korch::cuda {
 
 std::unique_ptr<runtime::Device> open_cuda_device(const runtime::DeviceOptions& options) {
-  if (options.emulate) fail_unsupported("the CUDA emulator is not part of this build yet");
+  if (options.emulate) return make_emulator_device();
   const GpuInfo& gpu = probe_gpu();
   if (!gpu.available)
     fail_unsupported("this is a CUDA artifact and needs an NVIDIA GPU, but {} (run it on the CPU's CUDA emulator "

@@ -16,4 +16,9 @@ namespace korch::cuda {
 
 std::unique_ptr<runtime::Device> open_cuda_device(const runtime::DeviceOptions& options);
 
+// The host emulator device ("cuda-emulator"), and a module of it from a compiled unit.
+class EmulatedModule;
+std::unique_ptr<runtime::Device> make_emulator_device();
+std::shared_ptr<runtime::KernelModule> emulated_module(std::shared_ptr<EmulatedModule> m);
+
 }  // namespace korch::cuda

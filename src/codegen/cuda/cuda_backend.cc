@@ -1,0 +1,154 @@
+#include "codegen/cuda/cuda_backend.h"
+
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/cuda/cuda_compiler.h"
+#include "codegen/cuda/cuda_loop_emitter.h"
+#include "codegen/kernel_parts.h"
+#include "codegen/kernel_signature.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_emulator.h"
+#include "runtime/cuda/cuda_kernel.h"
+#include "support/code_writer.h"
+#include "support/error.h"
+#include "support/file_io.h"
+
+namespace korch::cuda {
+
+namespace {
+
+FusionRules cuda_fusion_rules() {
+  FusionRules r;
+  r.name = "cuda: library calls without epilogues";
+  r.linear_epilogue.clear();
+  r.linear_constant_operands.clear();
+  return r;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend() : rules_(cuda_fusion_rules()) {}
+
+CudaBackend::~CudaBackend() = default;
+
+int CudaBackend::generator_version() const { return kCudaGeneratorVersion; }
+
+std::string CudaBackend::timing_unavailable() const {
+  const GpuInfo& gpu = probe_gpu();
+  if (!gpu.available) return gpu.why;
+  return fmt::format("timing kernels on the GPU ({}) needs the CUDA runtime, which this korch does not have yet", gpu.name);
+}
+
+std::string CudaBackend::ptx_arch() const {
+  const GpuInfo& gpu = probe_gpu();
+  return gpu.available ? fmt::format("compute_{}{}", gpu.major, gpu.minor) : "compute_90";
+}
+
+EmittedKernel CudaBackend::emit(const Graph& g, const KernelCandidate& c) const {
+  EmittedKernel k;
+  k.signature = kernel_signature(g, c);
+  k.hash = content_hash(k.signature);
+  k.arg_inputs = kernel_arg_inputs(g, c);
+  k.outputs = c.outputs;
+  CudaKernelRecipe recipe;
+  for (ValueId v : k.arg_inputs) recipe.inputs.push_back(g.type(v));
+  for (ValueId v : k.outputs) recipe.outputs.push_back(g.type(v));
+  KernelParts parts = split_kernel(g, c, rules_, k.arg_inputs);
+  if (!parts.reason.empty()) {
+    k.reason = std::move(parts.reason);
+    return k;
+  }
+  recipe.reference_graph = std::move(parts.reference_graph);
+  recipe.linear = std::move(parts.linear);
+  recipe.scratch_bytes = std::move(parts.scratch_bytes);
+  if (parts.loop) {
+    const std::string symbol = "korch_k_" + k.hash;
+    CodeWriter w;
+    w.line("// " + std::to_string(c.nodes.size()) + " primitives; signature " + k.hash);
+    CudaLoopEmit e = emit_cuda_loop_kernel(*parts.loop, symbol, parts.loop_input_slots, parts.loop_output_slots,
+                                           parts.loop_first_scratch, default_cuda_schedule(*parts.loop), w);
+    if (!e.ok) {
+      k.reason = e.reason;
+      return k;
+    }
+    recipe.launches = std::move(e.launches);
+    for (int64_t b : e.extra_scratch_bytes) recipe.scratch_bytes.push_back(b);
+    k.source = w.take();
+    k.entry = symbol;
+  }
+  const size_t slots = recipe.inputs.size() + recipe.outputs.size() + recipe.scratch_bytes.size();
+  if (slots > static_cast<size_t>(kMaxKernelArgs)) {
+    k.reason = fmt::format("{} argument buffers: a CUDA kernel here takes at most {}", slots, kMaxKernelArgs);
+    k.source.clear();
+    return k;
+  }
+  k.ok = true;
+  k.recipe = recipe.to_json();
+  return k;
+}
+
+std::string CudaBackend::translation_unit(const std::vector<const EmittedKernel*>& kernels) const {
+  std::string tu = cuda_prelude();
+  std::set<std::string> seen;
+  for (const EmittedKernel* k : kernels) {
+    if (k->source.empty() || !seen.insert(k->entry).second) continue;
+    tu += "\n" + k->source;
+  }
+  return tu;
+}
+
+std::vector<CompiledUnit> CudaBackend::compile(const std::vector<std::string>& units, runtime::Device& device,
+                                               const std::function<void()>& on_compiled) {
+  if (device.name() != "cuda-emulator")
+    fail_unsupported("compiling CUDA kernels for {} needs the CUDA runtime, which this korch does not have yet",
+                     device.name());
+  std::vector<CompiledUnit> out;
+  for (const auto& m : EmulatedModule::compile_all(units)) {
+    out.push_back({m->source_path(), false, emulated_module(m)});
+    if (on_compiled) on_compiled();
+  }
+  return out;
+}
+
+runtime::Device* CudaBackend::check_device() {
+  if (!emulator_) emulator_ = make_emulator_device();
+  return emulator_.get();
+}
+
+nlohmann::json CudaBackend::write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(dir) / "kernels";
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) fail_io("cannot create artifact folder {}: {}", root.string(), ec.message());
+  for (const char* stale : {"kernels.cc", "build.sh", "libkernels.so"}) fs::remove(root / stale, ec);
+  const std::string source = translation_unit(kernels);
+  write_file_bytes((root / "kernels.cu").string(), source);
+  NvrtcConfig config;
+  config.arch = ptx_arch();
+  std::vector<PtxModule> ptx = compile_to_ptx({source}, config);
+  write_file_bytes((root / "kernels.ptx").string(), ptx[0].ptx);
+  int functions = 0, launches = 0;
+  for (const EmittedKernel* k : kernels) {
+    functions += !k->source.empty();
+    launches += static_cast<int>(CudaKernelRecipe::from_json(k->recipe).launches.size());
+  }
+  const std::string sm = "sm_" + config.arch.substr(config.arch.find('_') + 1);
+  module_ = fmt::format("{} kernels with CUDA code ({} launches) in kernels/kernels.cu, PTX for {} by NVRTC {}{} "
+                        "in kernels/kernels.ptx",
+                        functions, launches, sm, nvrtc_version(), ptx[0].cached ? " (cached)" : "");
+  nlohmann::json m;
+  m["generator_version"] = kCudaGeneratorVersion;
+  m["cuda"] = {{"arch", sm},
+               {"ptx", "kernels/kernels.ptx"},
+               {"source", "kernels/kernels.cu"},
+               {"nvrtc", nvrtc_version()},
+               {"note", "linear steps are library calls (cuBLASLt/cuDNN in the CUDA runtime; oneDNN on the emulator)"}};
+  return m;
+}
+
+}  // namespace korch::cuda

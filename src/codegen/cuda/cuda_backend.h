@@ -1,0 +1,50 @@
+// The CUDA backend (codegen/backend.h): one candidate kernel -> CUDA C++ + a recipe to run it.
+// Mirror of cpu/cpu_backend.h.
+//
+// A kernel is, as on every backend (codegen/kernel_parts.h), a reference op alone, a library
+// call, or a loop kernel printed by cuda_loop_emitter.h (one or more launches; its default
+// schedule, cuda_schedule_space() lists the variants). Argument slots follow runtime/device.h;
+// a launch takes at most kMaxKernelArgs of them.
+// Fusion rules: linear primitives run alone (cuBLASLt/cuDNN epilogues come with the CUDA
+// runtime); everything else fuses into loop kernels as on the CPU.
+// Devices: no timing device without a GPU (and the CUDA runtime), so costs come from the analytic
+// H200 model; the correctness gate runs every kernel on the host emulator
+// (runtime/cuda/cuda_device.h). An artifact holds kernels/kernels.cu and kernels/kernels.ptx
+// (NVRTC, for the GPU's architecture when one is present, else sm_90: the H200).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/backend.h"
+
+namespace korch::cuda {
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend();
+  ~CudaBackend() override;
+  std::string name() const override { return "cuda"; }
+  int generator_version() const override;
+  const FusionRules& fusion_rules() const override { return rules_; }
+  DeviceSpec analytic_spec() const override { return h200_spec(); }
+  EmittedKernel emit(const Graph& g, const KernelCandidate& c) const override;
+  std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const override;
+  std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
+                                    const std::function<void()>& on_compiled = {}) override;
+  runtime::Device* timing_device() override { return nullptr; }
+  std::string timing_unavailable() const override;
+  runtime::Device* check_device() override;
+  nlohmann::json write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) override;
+  std::string describe_module() const override { return module_; }
+  // The PTX target: "compute_<NN>" of the GPU present, else compute_90 (sm_90, the H200).
+  std::string ptx_arch() const;
+
+ private:
+  FusionRules rules_;
+  std::unique_ptr<runtime::Device> emulator_;
+  std::string module_;
+};
+
+}  // namespace korch::cuda

@@ -1,0 +1,356 @@
+// The loop-kernel test cases shared by the CPU tests (loop_ops_test.cc, loop_chains_test.cc) and
+// the CUDA tests (cuda_loop_test.cc): both backends run the same table.
+#include "loop_cases.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+namespace korch::testing {
+
+namespace {
+
+using I = std::vector<int64_t>;
+
+LoopCase unary(const std::string& op, Attributes a = {}, Shape s = {2, 3, 5, 7}) {
+  GraphBuilder b;
+  ValueId x = b.f32("x", s);
+  ValueId y = b.node(op, {x}, std::move(a));
+  return whole_graph_case(op, b.finish({y}));
+}
+
+LoopCase binary(const std::string& op, Shape s = {4, 33}) {
+  GraphBuilder b;
+  ValueId x = b.f32("x", s), y = b.f32("y", s);
+  return whole_graph_case(op, b.finish({b.node(op, {x, y})}));
+}
+
+LoopCase single(const std::string& name, Shape s, const std::function<ValueId(GraphBuilder&, ValueId)>& f,
+                DType t = DType::kFloat32) {
+  GraphBuilder b;
+  ValueId x = b.input("x", t, s);
+  ValueId y = f(b, x);
+  return whole_graph_case(name, b.finish({y}));
+}
+
+}  // namespace
+
+ValueId expand_to(GraphBuilder& b, ValueId v, const Shape& s) { return b.node("Expand", {v, b.ints(s)}); }
+
+// Softmax over the last axis as fission writes it.
+ValueId softmax(GraphBuilder& b, ValueId x, const Shape& s) {
+  ValueId m = b.reduce("ReduceMax", x, {-1});
+  ValueId e = b.node("Exp", {b.node("Sub", {x, expand_to(b, m, s)})});
+  ValueId sum = b.reduce("ReduceSum", e, {-1});
+  return b.node("Div", {e, expand_to(b, sum, s)});
+}
+
+std::vector<LoopCase> op_cases() {
+  std::vector<LoopCase> cs;
+  for (const char* op : {"Relu", "Sigmoid", "Reciprocal", "Tanh", "Softplus", "Erf", "HardSwish", "Exp",
+                         "Neg", "Abs", "Floor", "Ceil", "Round", "Sin", "Cos", "Identity", "Mish", "Elu", "Selu",
+                         "Softsign", "Sign", "Atan"})
+    cs.push_back(unary(op));
+  cs.push_back(single("Sqrt", {3, 40}, [](GraphBuilder& b, ValueId x) { return b.node("Sqrt", {b.node("Abs", {x})}); }));
+  cs.push_back(single("Log", {3, 40}, [](GraphBuilder& b, ValueId x) { return b.node("Log", {b.node("Abs", {x})}); }));
+  cs.push_back(unary("LeakyRelu", attrs({{"alpha", 0.1f}})));
+  cs.push_back(unary("HardSigmoid", attrs({{"alpha", 0.3f}, {"beta", 0.4f}})));
+  cs.push_back(unary("Gelu", {}, {3, 50}));
+  cs.push_back(unary("Gelu", attrs({{"approximate", std::string("tanh")}}), {3, 50}));
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"}) cs.push_back(binary(op));
+  cs.push_back(single("Clip", {5, 9}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Clip", {x, b.scalar(-0.3f), b.scalar(0.5f)});
+  }));
+  cs.push_back(single("Clip_max_only", {5, 9}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Clip", {x, kNoValue, b.scalar(0.5f)});
+  }));
+  cs.push_back(single("Add_scalar_const", {5, 9}, [](GraphBuilder& b, ValueId x) { return b.node("Add", {x, b.scalar(2.5f)}); }));
+  cs.push_back(single("Where_Less_Cast", {6, 7}, [](GraphBuilder& b, ValueId x) {
+    ValueId c = b.node("Less", {x, b.scalar(0.f)});
+    ValueId n = b.node("Neg", {x});
+    ValueId w = b.node("Where", {c, n, x});
+    ValueId i = b.node("Cast", {c}, attrs({{"to", int64_t{7}}}));
+    ValueId f = b.node("Cast", {i}, attrs({{"to", int64_t{1}}}));
+    return b.node("Add", {w, f});
+  }));
+  cs.push_back(single("Equal_int_Not", {4, 5}, [](GraphBuilder& b, ValueId x) {
+    ValueId e = b.node("Equal", {x, b.constant(Tensor::scalar<int64_t>(3))});
+    ValueId n = b.node("Not", {e});
+    return b.node("Cast", {n}, attrs({{"to", int64_t{1}}}));
+  }, DType::kInt64));
+  cs.push_back(single("f64_math_and_back", {4, 9}, [](GraphBuilder& b, ValueId x) {
+    ValueId d = b.node("Cast", {x}, attrs({{"to", int64_t{11}}}));
+    ValueId e = b.node("Tanh", {b.node("Exp", {d})});
+    return b.node("Cast", {b.node("Mul", {e, d})}, attrs({{"to", int64_t{1}}}));
+  }));
+  cs.push_back(single("i32_where_max", {4, 9}, [](GraphBuilder& b, ValueId x) {
+    ValueId big = b.node("Greater", {x, b.constant(Tensor::scalar<int32_t>(4))});
+    ValueId m = b.node("Max", {x, b.node("Neg", {x})});
+    return b.node("Where", {big, m, b.node("Mul", {x, x})});
+  }, DType::kInt32));
+  cs.push_back(single("bool_logic", {4, 9}, [](GraphBuilder& b, ValueId x) {
+    ValueId y = b.node("Not", {x});
+    ValueId z = b.node("Xor", {b.node("And", {x, y}), b.node("Or", {x, y})});
+    return b.node("Cast", {z}, attrs({{"to", int64_t{1}}}));
+  }, DType::kBool));
+  cs.push_back(single("Cast_f32_i64", {4, 5}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Cast", {b.node("Mul", {x, b.scalar(10.f)})}, attrs({{"to", int64_t{7}}}));
+  }));
+  // Broadcast.
+  cs.push_back(single("Expand_channel", {1, 6, 1, 1}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Expand", {x, b.ints({2, 6, 5, 7})});
+  }));
+  cs.push_back(single("Expand_rank_up", {7}, [](GraphBuilder& b, ValueId x) { return b.node("Expand", {x, b.ints({3, 4, 7})}); }));
+  // Layout.
+  cs.push_back(single("Reshape", {2, 3, 4}, [](GraphBuilder& b, ValueId x) { return b.node("Reshape", {x, b.ints({4, 6})}); }));
+  cs.push_back(single("Flatten", {2, 3, 4}, [](GraphBuilder& b, ValueId x) { return b.node("Flatten", {x}, attrs({{"axis", int64_t{2}}})); }));
+  cs.push_back(single("Squeeze", {2, 1, 4}, [](GraphBuilder& b, ValueId x) { return b.node("Squeeze", {x, b.ints({1})}); }));
+  cs.push_back(single("Unsqueeze", {2, 4}, [](GraphBuilder& b, ValueId x) { return b.node("Unsqueeze", {x, b.ints({0, 2})}); }));
+  for (I perm : {I{1, 0, 2}, I{0, 2, 3, 1}, I{3, 2, 1, 0}, I{0, 2, 1, 3}}) {
+    Shape s = perm.size() == 3 ? Shape{3, 5, 7} : Shape{2, 3, 5, 7};
+    cs.push_back(single(fmt::format("Transpose_{}", fmt::join(perm, "")), s,
+                        [perm](GraphBuilder& b, ValueId x) { return b.node("Transpose", {x}, attrs({{"perm", perm}})); }));
+  }
+  cs.push_back(single("Slice_basic", {6, 10}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Slice", {x, b.ints({1, 2}), b.ints({5, 9})});
+  }));
+  cs.push_back(single("Slice_steps", {6, 10}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Slice", {x, b.ints({0, 1}), b.ints({6, 10}), b.ints({0, 1}), b.ints({2, 3})});
+  }));
+  cs.push_back(single("Slice_negative", {6, 10}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Slice", {x, b.ints({-1, -2}), b.ints({-100, 0}), b.ints({1, 0}), b.ints({-1, -2})});
+  }));
+  cs.push_back(single("Slice_axis_end", {4, 6, 8}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Slice", {x, b.ints({2}), b.ints({1000}), b.ints({-1})});
+  }));
+  for (int64_t axis : {0, 1, 2}) {
+    cs.push_back(single(fmt::format("Concat_axis{}", axis), {3, 4, 5}, [axis](GraphBuilder& b, ValueId x) {
+      ValueId y = b.node("Neg", {x});
+      ValueId z = b.node("Exp", {x});
+      return b.node("Concat", {x, y, z}, attrs({{"axis", axis}}));
+    }));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {2, 3, 4}), y = b.f32("y", {2, 5, 4});
+    cs.push_back(whole_graph_case("Concat_two_inputs", b.finish({b.node("Concat", {x, y}, attrs({{"axis", int64_t{1}}}))})));
+  }
+  cs.push_back(single("Gather_axis0", {5, 6}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Gather", {x, b.constant(Tensor::from_vector<int64_t>({4, 0, -1, 2}, {2, 2}))});
+  }));
+  cs.push_back(single("Gather_axis1", {5, 6}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Gather", {x, b.constant(Tensor::from_vector<int64_t>({5, 1, 1}, {3}))}, attrs({{"axis", int64_t{1}}}));
+  }));
+  cs.push_back(single("Gather_scalar", {5, 6}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Gather", {x, b.constant(Tensor::scalar<int64_t>(-2))}, attrs({{"axis", int64_t{1}}}));
+  }));
+  cs.push_back(single("Pad_constant", {2, 3, 4, 5}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Pad", {x, b.ints({0, 0, 1, 2, 0, 1, 2, 0}), b.scalar(0.5f)});
+  }));
+  cs.push_back(single("Pad_negative", {2, 3, 6, 5}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Pad", {x, b.ints({0, 0, -1, 2, 0, 0, 1, -2})});
+  }));
+  cs.push_back(single("Pad_reflect", {2, 3, 6, 5}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Pad", {x, b.ints({0, 0, 2, 1, 0, 0, 3, 2})}, attrs({{"mode", std::string("reflect")}}));
+  }));
+  cs.push_back(single("Pad_edge", {2, 3, 6, 5}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Pad", {x, b.ints({0, 0, 2, 1, 0, 0, 3, 2})}, attrs({{"mode", std::string("edge")}}));
+  }));
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {4, 12, 3});
+    auto outs = b.node_n("Split", {x, b.ints({2, 4, 6})}, attrs({{"axis", int64_t{1}}}), 3);
+    cs.push_back(whole_graph_case("Split", b.finish({outs[2], outs[0]})));
+  }
+  cs.push_back(single("DepthToSpace_DCR", {2, 8, 3, 4}, [](GraphBuilder& b, ValueId x) {
+    return b.node("DepthToSpace", {x}, attrs({{"blocksize", int64_t{2}}}));
+  }));
+  cs.push_back(single("DepthToSpace_CRD", {2, 8, 3, 4}, [](GraphBuilder& b, ValueId x) {
+    return b.node("DepthToSpace", {x}, attrs({{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}));
+  }));
+  cs.push_back(single("SpaceToDepth", {2, 3, 4, 6}, [](GraphBuilder& b, ValueId x) {
+    return b.node("SpaceToDepth", {x}, attrs({{"blocksize", int64_t{2}}}));
+  }));
+  cs.push_back(single("Tile", {2, 3, 4}, [](GraphBuilder& b, ValueId x) { return b.node("Tile", {x, b.ints({2, 1, 3})}); }));
+  // Reductions.
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"}) {
+    for (I axes : {I{-1}, I{1}, I{0, 2}, I{}}) {
+      for (int64_t keep : {0, 1}) {
+        std::string name = fmt::format("{}_axes{}_keep{}", op, fmt::join(axes, "_"), keep);
+        cs.push_back(single(name, {3, 4, 5}, [=](GraphBuilder& b, ValueId x) {
+          ValueId in = std::string(op) == "ReduceProd" ? b.node("Add", {x, b.scalar(1.f)}) : x;
+          return b.reduce(op, in, axes, keep);
+        }));
+      }
+    }
+  }
+  // A middle axis with a long output row: the kept-inner schedule.
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"})
+    cs.push_back(single(fmt::format("{}_middle_axis_long_row", op), {2, 7, 33}, [=](GraphBuilder& b, ValueId x) {
+      return b.reduce(op, std::string(op) == "ReduceProd" ? b.node("Add", {x, b.scalar(1.f)}) : x, {1}, 0);
+    }));
+  for (const char* op : {"ArgMax", "ArgMin"})
+    for (int64_t axis : {0, 2})
+      for (int64_t last : {0, 1})
+        cs.push_back(single(fmt::format("{}_axis{}_last{}", op, axis, last), {3, 4, 5}, [=](GraphBuilder& b, ValueId x) {
+          return b.node(op, {x}, attrs({{"axis", axis}, {"keepdims", int64_t{0}}, {"select_last_index", last}}));
+        }));
+  // Pools.
+  struct PoolCfg { const char* name; Shape s; I k, st, pads, dil; int64_t ceil, cip; };
+  for (const PoolCfg& p : {PoolCfg{"2d_k3s2p1", {2, 3, 9, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},
+                           PoolCfg{"2d_k2s2", {1, 4, 8, 6}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0},
+                           PoolCfg{"2d_ceil", {1, 2, 8, 7}, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, 0},
+                           PoolCfg{"2d_ceil_pad_cip", {1, 2, 8, 7}, {3, 2}, {2, 2}, {1, 0, 1, 1}, {1, 1}, 1, 1},
+                           PoolCfg{"2d_dil", {1, 2, 10, 10}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, 1},
+                           PoolCfg{"2d_rows_ceil", {1, 3, 20, 21}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0},
+                           PoolCfg{"2d_rows_s1", {1, 2, 13, 17}, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 0, 1},
+                           PoolCfg{"1d", {2, 3, 11}, {4}, {3}, {1, 2}, {1}, 0, 0},
+                           PoolCfg{"3d", {1, 2, 5, 6, 7}, {2, 3, 3}, {1, 2, 2}, {0, 1, 1, 1, 1, 0}, {1, 1, 1}, 0, 0}}) {
+    for (const char* op : {"MaxPool", "AveragePool"}) {
+      cs.push_back(single(fmt::format("{}_{}", op, p.name), p.s, [=](GraphBuilder& b, ValueId x) {
+        Attributes a = attrs({{"kernel_shape", p.k}, {"strides", p.st}, {"pads", p.pads}, {"ceil_mode", p.ceil}});
+        if (std::string(op) == "MaxPool") a.set("dilations", p.dil);
+        else a.set("count_include_pad", p.cip);
+        if (std::string(op) == "AveragePool" && p.dil != I(p.dil.size(), 1)) a.set("dilations", p.dil);
+        return b.node(op, {x}, a);
+      }));
+    }
+  }
+  return cs;
+}
+
+std::vector<LoopCase> chain_cases() {
+  std::vector<LoopCase> cs;
+  {
+    GraphBuilder b;
+    Shape s{2, 3, 17};
+    ValueId x = b.f32("x", s);
+    cs.push_back(whole_graph_case("softmax", b.finish({softmax(b, x, s)})));
+  }
+  {
+    GraphBuilder b;
+    Shape s{2, 5, 24};
+    ValueId x = b.f32("x", s), gamma = b.f32("gamma", {24}), beta = b.f32("beta", {24});
+    ValueId mean = b.reduce("ReduceMean", x, {-1});
+    ValueId xm = b.node("Sub", {x, expand_to(b, mean, s)});
+    ValueId var = b.reduce("ReduceMean", b.node("Mul", {xm, xm}), {-1});
+    ValueId sd = b.node("Sqrt", {b.node("Add", {var, b.scalar(1e-5f)})});
+    ValueId n = b.node("Div", {xm, expand_to(b, sd, s)});
+    ValueId y = b.node("Add", {b.node("Mul", {n, expand_to(b, gamma, s)}), expand_to(b, beta, s)});
+    cs.push_back(whole_graph_case("layernorm", b.finish({y})));
+  }
+  {
+    GraphBuilder b;
+    Shape s{4, 64};
+    ValueId x = b.f32("x", s), bias = b.f32("bias", {64});
+    ValueId y = b.node("Add", {x, expand_to(b, bias, s)});
+    ValueId er = b.node("Erf", {b.node("Div", {y, b.scalar(1.41421356f)})});
+    ValueId gl = b.node("Mul", {b.node("Mul", {y, b.node("Add", {er, b.scalar(1.f)})}), b.scalar(0.5f)});
+    cs.push_back(whole_graph_case("bias_gelu", b.finish({gl})));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {2, 8, 24});
+    ValueId h = b.node("Reshape", {x, b.ints({2, 8, 4, 6})});
+    ValueId t = b.node("Transpose", {h}, attrs({{"perm", I{0, 2, 1, 3}}}));
+    ValueId r = b.node("Reshape", {t, b.ints({8, 8, 6})});
+    cs.push_back(whole_graph_case("heads_split", b.finish({r})));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {2, 3, 4, 5});
+    ValueId r = b.node("Reshape", {x, b.ints({2, 3, 20})});
+    ValueId t = b.node("Transpose", {r}, attrs({{"perm", I{0, 2, 1}}}));
+    ValueId y = b.node("Reshape", {t, b.ints({2, 60})});
+    ValueId z = b.node("Reshape", {b.node("Relu", {y}), b.ints({2, 20, 3})});
+    cs.push_back(whole_graph_case("transpose_reshape_chain", b.finish({z})));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {2, 4, 6}), y = b.f32("y", {2, 3, 6});
+    ValueId c = b.node("Concat", {x, y}, attrs({{"axis", int64_t{1}}}));
+    ValueId s = b.node("Slice", {c, b.ints({2}), b.ints({6}), b.ints({1})});
+    cs.push_back(whole_graph_case("concat_slice", b.finish({s})));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 3, 8, 8});
+    ValueId p = b.node("Pad", {x, b.ints({0, 0, 1, 1, 0, 0, 1, 1}), b.scalar(-1e9f)});
+    ValueId m = b.node("MaxPool", {p}, attrs({{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}}));
+    cs.push_back(whole_graph_case("pad_maxpool", b.finish({m})));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {3, 40});
+    ValueId a = b.node("Relu", {x});
+    ValueId s = b.node("Sigmoid", {a});
+    cs.push_back(whole_graph_case("two_outputs", b.finish({a, s})));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {3, 40});
+    ValueId m = b.reduce("ReduceMean", x, {1}, 0);
+    ValueId e = b.node("Exp", {x});
+    cs.push_back(whole_graph_case("outputs_of_two_shapes", b.finish({e, m})));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {5, 6}), y = b.f32("y", {5, 6});
+    ValueId a = b.node("Add", {x, y});
+    ValueId m = b.node("Mul", {a, a});
+    cs.push_back(whole_graph_case("output_also_read_inside", b.finish({a, m})));
+  }
+  {
+    GraphBuilder b;
+    Shape s{2, 8, 5, 5};
+    ValueId x = b.f32("x", s), bias = b.f32("bias", {1, 8, 1, 1});
+    ValueId y = b.node("Relu", {b.node("Add", {x, expand_to(b, bias, s)})});
+    cs.push_back(whole_graph_case("channel_bias_relu", b.finish({y})));
+  }
+  {
+    GraphBuilder b;
+    Shape s{2, 4, 6, 6};
+    ValueId x = b.f32("x", s);
+    ValueId mean = b.reduce("ReduceMean", x, {2, 3});
+    ValueId y = b.node("Sub", {x, expand_to(b, mean, s)});
+    ValueId gap = b.node("Flatten", {mean});
+    cs.push_back(whole_graph_case("instance_center_and_gap", b.finish({y, gap})));
+  }
+  {
+    GraphBuilder b;
+    Shape s{2, 6, 5};
+    ValueId x = b.f32("x", s);
+    ValueId m = b.reduce("ReduceMean", x, {1});  // a middle axis
+    ValueId sm = softmax(b, b.node("Sub", {x, expand_to(b, m, s)}), s);
+    cs.push_back(whole_graph_case("middle_axis_mean_then_softmax", b.finish({sm})));
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 8, 4, 4});
+    auto parts = b.node_n("Split", {x, b.ints({2, 6})}, attrs({{"axis", int64_t{1}}}), 2);
+    ValueId s0 = b.node("Sigmoid", {parts[0]});
+    ValueId c = b.node("Concat", {b.node("Mul", {parts[1], b.scalar(2.f)}), s0}, attrs({{"axis", int64_t{1}}}));
+    ValueId d = b.node("DepthToSpace", {c}, attrs({{"blocksize", int64_t{2}}}));
+    cs.push_back(whole_graph_case("split_concat_d2s", b.finish({d})));
+  }
+  {
+    // The reduction reads x strided (kept-inner schedule over the 64 rows) and the next stage
+    // shares its row loop: row fusion must leave the kept-inner stage alone.
+    GraphBuilder b;
+    Shape s{1, 64, 32};
+    ValueId x = b.f32("x", {1, 32, 64}), bias = b.f32("bias", {32});
+    ValueId t = b.node("Add", {b.node("Transpose", {x}, attrs({{"perm", I{0, 2, 1}}})), expand_to(b, bias, s)});
+    ValueId m = b.reduce("ReduceMean", t, {-1});
+    ValueId y = b.node("Sub", {t, expand_to(b, m, s)});
+    cs.push_back(whole_graph_case("transposed_mean_center", b.finish({m, y})));
+  }
+  {
+    GraphBuilder b;
+    Shape s{12, 197, 197};
+    ValueId x = b.f32("x", s);
+    cs.push_back(whole_graph_case("softmax_12x197x197", b.finish({softmax(b, x, s)})));
+  }
+  return cs;
+}
+
+}  // namespace korch::testing
