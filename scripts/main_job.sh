@@ -6,7 +6,9 @@
 #      generated, checked against the reference and timed; results kept in the tuning database),
 #      explain the plan;
 #   3. run the artifact in a fresh process and check it against the reference interpreter;
-#   4. time it next to onnxruntime and Korch's unfused plan (`korch bench`).
+#   4. time it next to onnxruntime and Korch's unfused plan (`korch bench`);
+#   5. compile it for CUDA (analytic H200 costs, NVRTC PTX for sm_90, every kernel checked on the
+#      host emulator) and run the CUDA artifact on the emulator against the reference (no GPU here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -29,4 +31,14 @@ for m in build/demo/*.onnx; do
   .venv/bin/python scripts/compare_outputs.py "build/demo/$name.out" "build/demo/$name.ref" --tol 1e-4
   echo "=== $name: bench ==="
   build/korch bench --artifact "$art" --runs 50 --rounds 3
+done
+for m in build/demo/*.onnx; do
+  name="$(basename "$m" .onnx)"
+  art="build/demo/$name.cuda"
+  echo "=== $name: compile for CUDA, run the artifact on the host emulator, check it against the reference ==="
+  build/korch compile "$m" --device cuda -o "$art"
+  rm -rf "build/demo/$name.cuda.out" "build/demo/$name.cuda.ref"
+  build/korch run --artifact "$art" --emulate --random-inputs 7 --outputs "build/demo/$name.cuda.out"
+  build/korch run "$m" --backend reference --inputs "build/demo/$name.cuda.out" --outputs "build/demo/$name.cuda.ref" >/dev/null
+  .venv/bin/python scripts/compare_outputs.py "build/demo/$name.cuda.out" "build/demo/$name.cuda.ref" --tol 1e-4
 done

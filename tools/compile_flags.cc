@@ -116,9 +116,10 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
   if (r.verify.ran)
     fmt::print("  verified: {} kernels match the reference interpreter on {} (1e-4 relative L2){}\n", r.verify.kernels,
                r.verify.device,
-               r.verify.failures.empty() ? ""
-                                         : fmt::format("; {} failed and were replaced ({} plans)", r.verify.failures.size(),
-                                                       r.verify.rounds));
+               r.verify.failures.empty()
+                   ? ""
+                   : fmt::format("; {} failed and were replaced ({} plans; {} overlapping candidates checked, {} failed)",
+                                 r.verify.failures.size(), r.verify.rounds, r.verify.gated, r.verify.gate_failures));
   if (!r.module.empty()) fmt::print("  kernels: {}\n", r.module);
   fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB\n",
              r.memory.arena_bytes / 1e6, r.memory.unfused_arena_bytes / 1e6, r.memory.weights_bytes / 1e6);

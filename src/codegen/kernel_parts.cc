@@ -125,4 +125,23 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
   return k;
 }
 
+KernelParts start_emit(const Graph& g, const KernelCandidate& c, const FusionRules& rules, EmittedKernel& k,
+                       runtime::KernelRecipeBase& recipe) {
+  k.signature = kernel_signature(g, c);
+  k.hash = content_hash(k.signature);
+  k.arg_inputs = kernel_arg_inputs(g, c);
+  k.outputs = c.outputs;
+  for (ValueId v : k.arg_inputs) recipe.inputs.push_back(g.type(v));
+  for (ValueId v : k.outputs) recipe.outputs.push_back(g.type(v));
+  KernelParts parts = split_kernel(g, c, rules, k.arg_inputs);
+  if (!parts.reason.empty()) {
+    k.reason = parts.reason;
+    return parts;
+  }
+  recipe.reference_graph = parts.reference_graph;
+  recipe.linear = parts.linear;
+  recipe.scratch_bytes = parts.scratch_bytes;
+  return parts;
+}
+
 }  // namespace korch

@@ -19,9 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/backend.h"
 #include "codegen/loop_kernel.h"
 #include "orchestrate/fusion_rules.h"
 #include "orchestrate/kernel_candidate.h"
+#include "runtime/kernel_recipe.h"
 
 namespace korch {
 
@@ -38,5 +40,11 @@ struct KernelParts {
 // `arg_inputs`: kernel_arg_inputs(g, c). Never throws for a candidate it cannot split.
 KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionRules& rules,
                          const std::vector<ValueId>& arg_inputs);
+
+// The device-neutral half of Backend::emit: fills k's signature, hash and argument binding and
+// `recipe`'s common fields (types, scratch, linear call, reference op) from the split; the
+// backend then prints parts.loop, if any. When the candidate cannot be split, k.reason says why.
+KernelParts start_emit(const Graph& g, const KernelCandidate& c, const FusionRules& rules, EmittedKernel& k,
+                       runtime::KernelRecipeBase& recipe);
 
 }  // namespace korch

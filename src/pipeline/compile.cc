@@ -1,7 +1,9 @@
 #include "pipeline/compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -42,6 +44,10 @@ class EmittableAnalyticCost : public CostProvider {
   AnalyticCost inner_;
   std::map<std::string, std::string> verdict_;  // signature hash -> "" or why it cannot be used
 };
+
+const KernelCandidate& candidate_of(const CompileResult& r, size_t plan_index) {
+  return r.orchestration.candidates.candidates.at(static_cast<size_t>(r.orchestration.plan.kernels[plan_index].candidate));
+}
 
 // Every primitive must have a kernel of its own, or no plan exists: say which one does not.
 void check_every_primitive_emits(const Graph& g, const Backend& backend) {
@@ -89,15 +95,15 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
 }
 
 // Step 7: each kernel of the artifact in `dir` on the check device; returns the failures as
-// (signature hash, what differs).
-std::vector<std::pair<std::string, std::string>> verify_kernels(const std::string& dir, const Graph& p,
+// (plan position, what differs).
+std::vector<std::pair<size_t, std::string>> verify_kernels(const std::string& dir, const Graph& p,
                                                                 Backend& backend, const CompileResult& r,
                                                                 const std::vector<Tensor>& values) {
   runtime::Device& dev = *backend.check_device();
   bool needs_module = false;
   for (const EmittedKernel& k : r.kernels) needs_module |= dev.uses_module(k.recipe);
   std::shared_ptr<runtime::KernelModule> module = needs_module ? dev.load_module(dir) : nullptr;
-  std::vector<std::pair<std::string, std::string>> failures;
+  std::vector<std::pair<size_t, std::string>> failures;
   for (size_t i = 0; i < r.kernels.size(); ++i) {
     const EmittedKernel& k = r.kernels[i];
     std::string bad;
@@ -109,9 +115,8 @@ std::vector<std::pair<std::string, std::string>> verify_kernels(const std::strin
       bad = e.what();
     }
     if (!bad.empty())
-      failures.emplace_back(k.hash, fmt::format("kernel {} ({}, {}): {}", i, describe_candidate(
-          p, r.orchestration.candidates.candidates.at(static_cast<size_t>(r.orchestration.plan.kernels[i].candidate))),
-          k.entry.empty() ? "no generated code" : k.entry, bad));
+      failures.emplace_back(i, fmt::format("kernel {} ({}, {}): {}", i, describe_candidate(p, candidate_of(r, i)),
+                                           k.entry.empty() ? "no generated code" : k.entry, bad));
   }
   return failures;
 }
@@ -123,7 +128,8 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   const auto t_start = Clock::now();
   BackendOptions bo;
   bo.cpu_threads = o.cpu_threads;
-  std::unique_ptr<Backend> backend = make_backend(o.target, bo);
+  std::unique_ptr<Backend> owned = o.backend ? nullptr : make_backend(o.target, bo);
+  Backend* backend = o.backend ? o.backend : owned.get();
   CompileResult r;
   r.target = backend->name();
   r.meta.model = o.model_name;
@@ -164,6 +170,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
 
   const bool verify = o.verify && !measured;
   std::vector<Tensor> values;  // reference values for step 7, computed once
+  std::set<std::string> gated;  // signature hashes of candidates checked after a failure
   for (int round = 1;; ++round) {
     // 4-5. The plan and its kernels.
     t = Clock::now();
@@ -194,16 +201,39 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
     r.verify.device = backend->check_device()->name();
     r.verify.kernels = static_cast<int64_t>(r.kernels.size());
     r.verify.rounds = round;
-    for (const auto& [hash, why] : failures) {
-      r.verify.failures.push_back(why);
-      analytic->exclude(hash, "failed the correctness gate on " + r.verify.device + ": " + why);
-      say("verification failure: " + why);
-    }
     if (failures.empty()) break;
+    // A failing kernel says the generator is wrong somewhere in its primitives: gate every
+    // candidate that overlaps one (once each), so the next plan cannot pick another variant of
+    // the same mistake, and solve again without those that fail.
+    std::set<NodeId> region;
+    for (const auto& [i, why] : failures) {
+      r.verify.failures.push_back(why);
+      say("verification failure: " + why);
+      const KernelCandidate& c = candidate_of(r, i);
+      analytic->exclude(r.kernels[i].hash, "failed the correctness gate on " + r.verify.device + ": " + why);
+      region.insert(c.nodes.begin(), c.nodes.end());
+    }
+    std::vector<const KernelCandidate*> around;
+    for (const KernelCandidate& c : r.orchestration.candidates.candidates) {
+      const bool overlaps = std::any_of(c.nodes.begin(), c.nodes.end(), [&](NodeId n) { return region.count(n) != 0; });
+      if (overlaps && gated.insert(content_hash(kernel_signature(p, c))).second) around.push_back(&c);
+    }
+    std::vector<std::string> verdict = check_candidates(*backend, *backend->check_device(), p, around, values, 1e-4);
+    int64_t bad = 0;
+    for (size_t j = 0; j < around.size(); ++j) {
+      if (verdict[j].empty()) continue;
+      ++bad;
+      analytic->exclude(content_hash(kernel_signature(p, *around[j])),
+                        "failed the correctness gate on " + r.verify.device + ": " + verdict[j]);
+    }
+    r.verify.gated += static_cast<int64_t>(around.size());
+    r.verify.gate_failures += bad;
+    say(fmt::format("{} kernels failed verification; {} overlapping candidates checked, {} of them fail: solving "
+                    "again without those",
+                    failures.size(), around.size(), bad));
     if (round >= 5)
       fail("kernels of {} keep failing the correctness gate on {} after {} plans; first: {}", o.model_name,
            r.verify.device, round, r.verify.failures.front());
-    say(fmt::format("{} kernels failed verification: solving again without them", failures.size()));
   }
   r.meta.timing["total"] = since(t_start);
   return r;

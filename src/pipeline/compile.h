@@ -12,7 +12,8 @@
 //     7. verify                   when the costs were not measured (so no kernel of the plan has
 //                                 passed the correctness gate yet): each kernel of the written
 //                                 artifact runs on the backend's check device on reference values;
-//                                 a kernel that fails is excluded and the plan solved again (3-7)
+//                                 a kernel that fails is excluded, so is every candidate overlapping
+//                                 it that fails the gate on its own, and the plan is solved again
 // `unfused` compiles the baseline instead: one kernel per primitive, no search; `korch bench` runs
 // it next to the optimised plan so the orchestration's own gain is visible.
 #pragma once
@@ -36,6 +37,7 @@ enum class CostSource { kMeasured, kAnalytic };
 
 struct CompileOptions {
   std::string target = "cpu";       // the backend (codegen/backend.h)
+  Backend* backend = nullptr;       // when set, used instead of make_backend(target) (not owned)
   int cpu_threads = 2;              // cpu: threads kernels run and are measured with
   OrchestrateOptions orchestrate;   // its candidate fusion rules are replaced by the backend's
   CostSource cost = CostSource::kMeasured;
@@ -53,6 +55,8 @@ struct VerifyReport {
   int64_t kernels = 0;                // kernels checked (last round)
   int rounds = 0;                     // plans written (1 = the first one passed)
   std::vector<std::string> failures;  // "kernel: what differs", every round
+  int64_t gated = 0;                  // candidates overlapping a failure, checked on their own
+  int64_t gate_failures = 0;          // of those, how many failed too
 };
 
 struct CompileResult {

@@ -69,4 +69,82 @@ std::string KernelProbe::check(double tolerance) {
   return "";
 }
 
+CompiledKernels compile_kernels(Backend& backend, runtime::Device& device, const std::vector<const EmittedKernel*>& kernels,
+                                int per_unit, const std::function<void()>& on_unit) {
+  CompiledKernels out;
+  out.module.resize(kernels.size());
+  out.source_path.resize(kernels.size());
+  out.error.resize(kernels.size());
+  std::vector<std::vector<size_t>> units;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i]->source.empty()) continue;  // a library call or a reference op alone
+    if (units.empty() || units.back().size() >= static_cast<size_t>(std::max(per_unit, 1))) units.emplace_back();
+    units.back().push_back(i);
+  }
+  auto unit_source = [&](const std::vector<size_t>& u) {
+    std::vector<const EmittedKernel*> ks;
+    for (size_t i : u) ks.push_back(kernels[i]);
+    return backend.translation_unit(ks);
+  };
+  std::vector<std::string> sources;
+  for (const auto& u : units) sources.push_back(unit_source(u));
+  try {
+    std::vector<CompiledUnit> compiled = backend.compile(sources, device, on_unit);
+    for (size_t u = 0; u < units.size(); ++u) {
+      (compiled[u].cached ? out.units_cached : out.units_compiled)++;
+      for (size_t i : units[u]) {
+        out.module[i] = compiled[u].module;
+        out.source_path[i] = compiled[u].source_path;
+      }
+    }
+  } catch (const Error&) {
+    // Kernel by kernel (units that compiled are cache hits now).
+    for (const auto& u : units)
+      for (size_t i : u) {
+        try {
+          std::vector<CompiledUnit> one = backend.compile({unit_source({i})}, device);
+          out.module[i] = one[0].module;
+          out.source_path[i] = one[0].source_path;
+        } catch (const Error& e) {
+          out.error[i] = e.what();
+        }
+      }
+  }
+  return out;
+}
+
+std::vector<std::string> check_candidates(Backend& backend, runtime::Device& device, const Graph& g,
+                                          const std::vector<const KernelCandidate*>& candidates,
+                                          const std::vector<Tensor>& values, double tolerance) {
+  std::vector<std::string> verdict(candidates.size());
+  std::vector<EmittedKernel> emitted(candidates.size());
+  std::vector<const EmittedKernel*> ok;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    emitted[i] = backend.emit(g, *candidates[i]);
+    if (!emitted[i].ok) {
+      verdict[i] = emitted[i].reason;
+      continue;
+    }
+    ok.push_back(&emitted[i]);
+    index.push_back(i);
+  }
+  CompiledKernels compiled = compile_kernels(backend, device, ok, 120);
+  for (size_t j = 0; j < ok.size(); ++j) {
+    const size_t i = index[j];
+    if (!compiled.error[j].empty()) {
+      verdict[i] = compiled.error[j];
+      continue;
+    }
+    try {
+      std::unique_ptr<runtime::DeviceKernel> kernel = device.make_kernel(ok[j]->recipe, compiled.module[j]);
+      KernelProbe probe(device, *kernel, *ok[j], g, values);
+      verdict[i] = probe.check(tolerance);
+    } catch (const Error& e) {
+      verdict[i] = e.what();
+    }
+  }
+  return verdict;
+}
+
 }  // namespace korch

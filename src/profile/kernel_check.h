@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,5 +47,24 @@ class KernelProbe {
   std::vector<Tensor> host_out_;
   std::vector<void*> owned_;  // device buffers (devices without host memory)
 };
+
+// Compiles emitted kernels for `device` in units of `per_unit` (Backend::compile); a unit that
+// fails is split so one bad kernel costs only itself. Per kernel: the module it is in (null when
+// it has no source or failed), the unit's source path, and the compiler's message if it failed.
+struct CompiledKernels {
+  std::vector<std::shared_ptr<runtime::KernelModule>> module;
+  std::vector<std::string> source_path;
+  std::vector<std::string> error;
+  int64_t units_compiled = 0, units_cached = 0;
+};
+CompiledKernels compile_kernels(Backend& backend, runtime::Device& device, const std::vector<const EmittedKernel*>& kernels,
+                                int per_unit, const std::function<void()>& on_unit = {});
+
+// The correctness gate on its own (no timing): every candidate emitted, compiled and checked on
+// `device` against `values` (reference_values(g)). Per candidate: "" when it matches, else why not
+// (it cannot be emitted, does not compile, or differs).
+std::vector<std::string> check_candidates(Backend& backend, runtime::Device& device, const Graph& g,
+                                          const std::vector<const KernelCandidate*>& candidates,
+                                          const std::vector<Tensor>& values, double tolerance);
 
 }  // namespace korch

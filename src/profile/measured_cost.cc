@@ -180,50 +180,29 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
 
     // Compile in units; a unit that fails is split so one bad kernel costs only itself.
     auto tc = Clock::now();
-    std::vector<std::shared_ptr<runtime::KernelModule>> module_of(emitted.size());
-    std::vector<std::string> source_of(emitted.size());
-    std::vector<std::vector<size_t>> units;
-    for (size_t i = 0; i < emitted.size(); ++i) {
-      if (emitted[i]->source.empty()) continue;  // a library call or a reference op alone
-      if (units.empty() || units.back().size() >= static_cast<size_t>(options_.kernels_per_unit)) units.emplace_back();
-      units.back().push_back(i);
+    std::vector<const EmittedKernel*> ks;
+    int64_t with_source = 0;
+    for (const auto& k : emitted) {
+      ks.push_back(k.get());
+      with_source += !k->source.empty();
     }
-    auto unit_source = [&](const std::vector<size_t>& u) {
-      std::vector<const EmittedKernel*> ks;
-      for (size_t i : u) ks.push_back(emitted[i].get());
-      return backend_.translation_unit(ks);
-    };
-    std::vector<std::string> sources;
-    for (const auto& u : units) sources.push_back(unit_source(u));
-    say(fmt::format("{}: compiling {} kernels in {} translation units", what, emitted.size(), units.size()));
+    const int64_t units = (with_source + options_.kernels_per_unit - 1) / options_.kernels_per_unit;
+    say(fmt::format("{}: compiling {} kernels in {} translation units", what, emitted.size(), units));
+    ProgressBar cbar(what + ": compiling", units, stderr, bar_options);
+    CompiledKernels compiled = compile_kernels(backend_, dev, ks, options_.kernels_per_unit, [&] { cbar.tick(); });
+    cbar.finish();
+    stats_.units_compiled += compiled.units_compiled;
+    stats_.units_cached += compiled.units_cached;
+    const std::vector<std::shared_ptr<runtime::KernelModule>>& module_of = compiled.module;
+    const std::vector<std::string>& source_of = compiled.source_path;
     std::vector<bool> compile_failed(emitted.size(), false);
-    try {
-      ProgressBar cbar(what + ": compiling", static_cast<int64_t>(units.size()), stderr, bar_options);
-      auto compiled = backend_.compile(sources, dev, [&] { cbar.tick(); });
-      cbar.finish();
-      for (size_t u = 0; u < units.size(); ++u) {
-        (compiled[u].cached ? stats_.units_cached : stats_.units_compiled)++;
-        for (size_t i : units[u]) {
-          module_of[i] = compiled[u].module;
-          source_of[i] = compiled[u].source_path;
-        }
-      }
-    } catch (const Error&) {
-      // Retry kernel by kernel (units that compiled are cache hits now).
-      for (const auto& u : units)
-        for (size_t i : u) {
-          try {
-            auto one = backend_.compile({unit_source({i})}, dev);
-            module_of[i] = one[0].module;
-            source_of[i] = one[0].source_path;
-          } catch (const Error& e) {
-            compile_failed[i] = true;
-            ++stats_.failed;
-            std::string msg = e.what();
-            record(hashes[i], TuningStatus::kFailed, 0, 0, 0, msg.substr(0, 600));
-            if (stats_.failures.size() < 8) stats_.failures.push_back(msg.substr(0, 300));
-          }
-        }
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      if (compiled.error[i].empty()) continue;
+      compile_failed[i] = true;
+      ++stats_.failed;
+      const std::string& msg = compiled.error[i];
+      record(hashes[i], TuningStatus::kFailed, 0, 0, 0, msg.substr(0, 600));
+      if (stats_.failures.size() < 8) stats_.failures.push_back(msg.substr(0, 300));
     }
     stats_.seconds_compile += since(tc);
 

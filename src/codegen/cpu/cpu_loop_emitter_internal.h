@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "codegen/loop_kernel.h"
+#include "codegen/loop_kernel_c.h"
+#include "codegen/loop_kernel_deps.h"
 #include "support/code_writer.h"
 
 namespace korch::cpu::detail {
@@ -33,14 +35,14 @@ using loop::Stage;
 // Element-ops above which a stage runs on all threads (a parallel region costs a few us).
 constexpr int64_t kParallelWork = 1 << 15;
 
-const char* ctype(DType t);
+inline const char* ctype(DType t) { return loop::c_type(t); }
 std::string float_literal(DType t, double v);
-std::string int_literal(DType t, int64_t v);
+inline std::string int_literal(DType t, int64_t v) { return loop::c_int_literal(t, v); }
 std::string literal(const ExprNode& n);
 // The lowest / highest value of an integer or bool type as a literal.
-std::string int_bound(DType t, bool highest);
+inline std::string int_bound(DType t, bool highest) { return loop::c_int_bound(t, highest); }
 // The libm function for `f` on `t` (expf for f32, exp for f64).
-std::string math_fn(Fn f, DType t);
+inline std::string math_fn(Fn f, DType t) { return loop::c_math_fn(f, t); }
 
 class StagePrinter {
  public:
@@ -69,8 +71,8 @@ class StagePrinter {
   bool row_printable() const { return !(kept_inner_ && st_.num_kept() == 1); }
 
  private:
-  // Expressions reachable from `root`.
-  std::vector<char> reachable(int root) const;
+  // Expressions reachable from `root` (loop_kernel_deps.h).
+  std::vector<char> reachable(int root) const { return loop::reachable_exprs(st_, root); }
 
   void mark_needed();
 
@@ -81,12 +83,12 @@ class StagePrinter {
   void choose_kept_inner();
 
   // Coefficient of loop `l` in index node `i` when it is affine in it; kNonAffine otherwise.
-  static constexpr int64_t kNonAffine = std::numeric_limits<int64_t>::min();
-  int64_t coef(int i, int l) const;
+  static constexpr int64_t kNonAffine = loop::kNonAffine;
+  int64_t coef(int i, int l) const { return loop::affine_coef(st_, imask_, i, l); }
 
   int depth_of(uint64_t mask) const;
 
-  static bool is_atom(const IndexNode& n);
+  static bool is_atom(const IndexNode& n) { return loop::is_index_atom(n); }
 
   // Index atoms and expressions emitted at depth `lv` (acc: those of the accumulator), in id
   // (= dependency) order; `only`, when given, restricts the expressions to a subset.
@@ -94,7 +96,7 @@ class StagePrinter {
 
   // Whether index atom `i` is used (directly or inside another index) by an expression in `set`.
   bool atom_used_by(int i, const std::vector<char>& set, bool with_stores) const;
-  bool index_contains(int root, int i) const;
+  bool index_contains(int root, int i) const { return loop::index_contains(st_, root, i); }
 
   std::string var(int l) const { return fmt::format("i{}", l); }
 

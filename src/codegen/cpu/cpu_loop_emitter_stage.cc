@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "codegen/loop_kernel_deps.h"
 #include "support/error.h"
 
 namespace korch::cpu::detail {
@@ -69,19 +70,6 @@ std::vector<StagePrinter::Access> StagePrinter::stores() const {
   return out;
 }
 
-std::vector<char> StagePrinter::reachable(int root) const {
-  std::vector<char> out(st_.exprs.size(), 0);
-  std::vector<int> es{root};
-  while (!es.empty()) {
-    const int e = es.back();
-    es.pop_back();
-    if (e < 0 || out[static_cast<size_t>(e)]) continue;
-    out[static_cast<size_t>(e)] = 1;
-    for (int a : st_.exprs[static_cast<size_t>(e)].args) es.push_back(a);
-  }
-  return out;
-}
-
 void StagePrinter::mark_needed() {
   if (st_.is_reduction) {
     needed_value_ = reachable(st_.reduction.value);
@@ -119,28 +107,10 @@ void StagePrinter::mark_needed() {
   }
   // Which loops each node depends on (a bit per loop); where it is emitted follows from the
   // loop order (depth_), which the kept-inner reduction schedule changes.
-  imask_.assign(st_.index.size(), 0);
-  for (size_t i = 0; i < st_.index.size(); ++i) {
-    const IndexNode& n = st_.index[i];
-    uint64_t m = n.op == IndexOp::kVar ? uint64_t{1} << n.value : 0;
-    for (const auto& [t, c] : n.terms) m |= imask_[static_cast<size_t>(t)];
-    if (n.a >= 0) m |= imask_[static_cast<size_t>(n.a)];
-    if (n.b >= 0) m |= imask_[static_cast<size_t>(n.b)];
-    imask_[i] = m;
-  }
-  emask_.assign(st_.exprs.size(), 0);
-  eacc_.assign(st_.exprs.size(), 0);
-  for (size_t e = 0; e < st_.exprs.size(); ++e) {
-    const ExprNode& n = st_.exprs[e];
-    uint64_t m = n.index >= 0 ? imask_[static_cast<size_t>(n.index)] : 0;
-    char acc = n.op == ExprOp::kAcc;
-    for (int a : n.args) {
-      m |= emask_[static_cast<size_t>(a)];
-      acc |= eacc_[static_cast<size_t>(a)];
-    }
-    emask_[e] = m;
-    eacc_[e] = acc;
-  }
+  loop::StageDeps deps(st_);
+  imask_ = std::move(deps.index_loops);
+  emask_ = std::move(deps.expr_loops);
+  eacc_ = std::move(deps.expr_acc);
   depth_.resize(st_.loops.size());
   for (size_t l = 0; l < depth_.size(); ++l) depth_[l] = static_cast<int>(l);
   choose_kept_inner();
@@ -171,30 +141,11 @@ void StagePrinter::choose_kept_inner() {
   depth_[static_cast<size_t>(K - 1)] = L - 1;
 }
 
-int64_t StagePrinter::coef(int i, int l) const {
-  const IndexNode& n = st_.index[static_cast<size_t>(i)];
-  if (!(imask_[static_cast<size_t>(i)] >> l & 1)) return 0;
-  if (n.op == IndexOp::kVar) return 1;
-  if (n.op != IndexOp::kSum) return kNonAffine;
-  int64_t c = 0;
-  for (const auto& [t, k] : n.terms) {
-    const int64_t ct = coef(t, l);
-    if (ct == kNonAffine) return kNonAffine;
-    c += k * ct;
-  }
-  return c;
-}
-
 int StagePrinter::depth_of(uint64_t mask) const {
   int d = -1;
   for (size_t l = 0; l < depth_.size(); ++l)
     if (mask >> l & 1) d = std::max(d, depth_[l]);
   return d;
-}
-
-bool StagePrinter::is_atom(const IndexNode& n) {
-  return n.op == IndexOp::kDiv || n.op == IndexOp::kMod || n.op == IndexOp::kTable || n.op == IndexOp::kMin ||
-         n.op == IndexOp::kMax;
 }
 
 void StagePrinter::emit_level(int lv, bool acc, const std::vector<char>* only, bool with_stores) {
@@ -223,14 +174,6 @@ bool StagePrinter::atom_used_by(int i, const std::vector<char>& set, bool with_s
     for (const loop::Store& s : st_.stores)
       if (index_contains(s.index, i)) return true;
   return false;
-}
-
-bool StagePrinter::index_contains(int root, int i) const {
-  if (root == i) return true;
-  const IndexNode& n = st_.index[static_cast<size_t>(root)];
-  for (const auto& [t, c] : n.terms)
-    if (index_contains(t, i)) return true;
-  return (n.a >= 0 && index_contains(n.a, i)) || (n.b >= 0 && index_contains(n.b, i));
 }
 
 void StagePrinter::open_loops(int from, int par, int L, int K) {

@@ -50,21 +50,9 @@ std::string CudaBackend::ptx_arch() const {
 
 EmittedKernel CudaBackend::emit(const Graph& g, const KernelCandidate& c) const {
   EmittedKernel k;
-  k.signature = kernel_signature(g, c);
-  k.hash = content_hash(k.signature);
-  k.arg_inputs = kernel_arg_inputs(g, c);
-  k.outputs = c.outputs;
   CudaKernelRecipe recipe;
-  for (ValueId v : k.arg_inputs) recipe.inputs.push_back(g.type(v));
-  for (ValueId v : k.outputs) recipe.outputs.push_back(g.type(v));
-  KernelParts parts = split_kernel(g, c, rules_, k.arg_inputs);
-  if (!parts.reason.empty()) {
-    k.reason = std::move(parts.reason);
-    return k;
-  }
-  recipe.reference_graph = std::move(parts.reference_graph);
-  recipe.linear = std::move(parts.linear);
-  recipe.scratch_bytes = std::move(parts.scratch_bytes);
+  KernelParts parts = start_emit(g, c, rules_, k, recipe);
+  if (!k.reason.empty()) return k;
   if (parts.loop) {
     const std::string symbol = "korch_k_" + k.hash;
     CodeWriter w;

@@ -21,6 +21,8 @@
 
 #include "codegen/cuda/cuda_loop_emitter.h"
 #include "codegen/loop_kernel.h"
+#include "codegen/loop_kernel_c.h"
+#include "codegen/loop_kernel_deps.h"
 #include "support/code_writer.h"
 
 namespace korch::cuda::detail {
@@ -38,12 +40,12 @@ constexpr int kSmCount = 132;  // H200 (sm_90): what grid sizes are scaled to
 // capped at two waves of full occupancy; the grid-stride loop covers the rest.
 int64_t grid_for(int64_t work, int block);
 
-const char* ctype(DType t);
+inline const char* ctype(DType t) { return loop::c_type(t); }
 std::string float_literal(DType t, double v);
-std::string int_literal(DType t, int64_t v);
+inline std::string int_literal(DType t, int64_t v) { return loop::c_int_literal(t, v); }
 std::string literal(const ExprNode& n);
-std::string int_bound(DType t, bool highest);  // lowest / highest value of an integer or bool type
-std::string math_fn(Fn f, DType t);            // libm name: expf for f32, exp for f64
+inline std::string int_bound(DType t, bool highest) { return loop::c_int_bound(t, highest); }  // lowest / highest value of an integer or bool type
+inline std::string math_fn(Fn f, DType t) { return loop::c_math_fn(f, t); }            // libm name: expf for f32, exp for f64
 std::string table_name(const std::string& symbol, int table);
 
 // How a reduction stage's outputs map onto threads.
@@ -107,13 +109,14 @@ class CudaStage {
   void print_row_part(CodeWriter& w, const Group& g);
 
  private:
-  static constexpr int64_t kNonAffine = std::numeric_limits<int64_t>::min();
+  static constexpr int64_t kNonAffine = loop::kNonAffine;
   void mark_needed();
-  std::vector<char> reachable(int root) const;
+  std::vector<char> reachable(int root) const { return loop::reachable_exprs(st_, root); }
   std::vector<char> index_needs(const std::vector<char>& exprs, bool with_stores) const;
-  int64_t coef(int i, int l) const;  // coefficient of loop l in index i; kNonAffine if not affine
+  // coefficient of loop l in index i; kNonAffine if not affine
+  int64_t coef(int i, int l) const { return loop::affine_coef(st_, imask_, i, l); }
   int depth_of(uint64_t mask) const;
-  static bool is_atom(const IndexNode& n);
+  static bool is_atom(const IndexNode& n) { return loop::is_index_atom(n); }
   bool is_vec_load(int e) const;
 
   // Temporaries of depth `d` among `only` (nullptr: every needed one); acc: the accumulator's.

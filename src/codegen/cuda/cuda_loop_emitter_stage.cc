@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "codegen/cuda/cuda_loop_emitter_internal.h"
+#include "codegen/loop_kernel_deps.h"
 #include "support/error.h"
 
 namespace korch::cuda::detail {
@@ -45,19 +46,6 @@ bool CudaStage::is_arg() const {
          (st_.reduction.combiner == loop::Combiner::kArgMax || st_.reduction.combiner == loop::Combiner::kArgMin);
 }
 
-std::vector<char> CudaStage::reachable(int root) const {
-  std::vector<char> out(st_.exprs.size(), 0);
-  std::vector<int> es{root};
-  while (!es.empty()) {
-    const int e = es.back();
-    es.pop_back();
-    if (e < 0 || out[static_cast<size_t>(e)]) continue;
-    out[static_cast<size_t>(e)] = 1;
-    for (int a : st_.exprs[static_cast<size_t>(e)].args) es.push_back(a);
-  }
-  return out;
-}
-
 void CudaStage::mark_needed() {
   needed_e_.assign(st_.exprs.size(), 0);
   for (const loop::Store& s : st_.stores) {
@@ -72,28 +60,10 @@ void CudaStage::mark_needed() {
   needed_i_ = index_needs(needed_e_, true);
   // Which loops each node depends on (a bit per loop); where it is printed follows from the
   // depth each mapping gives the loops.
-  imask_.assign(st_.index.size(), 0);
-  for (size_t i = 0; i < st_.index.size(); ++i) {
-    const IndexNode& n = st_.index[i];
-    uint64_t m = n.op == IndexOp::kVar ? uint64_t{1} << n.value : 0;
-    for (const auto& [t, c] : n.terms) m |= imask_[static_cast<size_t>(t)];
-    if (n.a >= 0) m |= imask_[static_cast<size_t>(n.a)];
-    if (n.b >= 0) m |= imask_[static_cast<size_t>(n.b)];
-    imask_[i] = m;
-  }
-  emask_.assign(st_.exprs.size(), 0);
-  eacc_.assign(st_.exprs.size(), 0);
-  for (size_t e = 0; e < st_.exprs.size(); ++e) {
-    const ExprNode& n = st_.exprs[e];
-    uint64_t m = n.index >= 0 ? imask_[static_cast<size_t>(n.index)] : 0;
-    char acc = n.op == ExprOp::kAcc;
-    for (int a : n.args) {
-      m |= emask_[static_cast<size_t>(a)];
-      acc |= eacc_[static_cast<size_t>(a)];
-    }
-    emask_[e] = m;
-    eacc_[e] = acc;
-  }
+  loop::StageDeps deps(st_);
+  imask_ = std::move(deps.index_loops);
+  emask_ = std::move(deps.expr_loops);
+  eacc_ = std::move(deps.expr_acc);
   depth_.resize(st_.loops.size());
   for (size_t l = 0; l < depth_.size(); ++l) depth_[l] = static_cast<int>(l);
 }
@@ -118,30 +88,11 @@ std::vector<char> CudaStage::index_needs(const std::vector<char>& exprs, bool wi
   return out;
 }
 
-int64_t CudaStage::coef(int i, int l) const {
-  const IndexNode& n = st_.index[static_cast<size_t>(i)];
-  if (!(imask_[static_cast<size_t>(i)] >> l & 1)) return 0;
-  if (n.op == IndexOp::kVar) return 1;
-  if (n.op != IndexOp::kSum) return kNonAffine;
-  int64_t c = 0;
-  for (const auto& [t, k] : n.terms) {
-    const int64_t ct = coef(t, l);
-    if (ct == kNonAffine) return kNonAffine;
-    c += k * ct;
-  }
-  return c;
-}
-
 int CudaStage::depth_of(uint64_t mask) const {
   int d = -1;
   for (size_t l = 0; l < depth_.size(); ++l)
     if (mask >> l & 1) d = std::max(d, depth_[l]);
   return d;
-}
-
-bool CudaStage::is_atom(const IndexNode& n) {
-  return n.op == IndexOp::kDiv || n.op == IndexOp::kMod || n.op == IndexOp::kTable || n.op == IndexOp::kMin ||
-         n.op == IndexOp::kMax;
 }
 
 bool CudaStage::fits_i32() const {

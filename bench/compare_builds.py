@@ -1,0 +1,102 @@
+"""Two builds of Korch side by side on the CPU: same plans? same speed?
+
+  .venv/bin/python bench/compare_builds.py --before OLD/korch --after build/korch
+      [--models candy,resnet18,...] [--runs 30] [--rounds 3] [--threads 2] [--out FILE.md]
+
+For each model: `korch compile MODEL --device cpu` with measured costs by BEFORE (cold: a fresh
+tuning database and kernel cache shared by every model of the run), then by AFTER against the
+same database. When the two builds generate the same kernels (same signatures, generator
+version and device id), AFTER measures nothing ("0 measured") and, given the same costs, must
+choose the same plan: the script compares the kernels of both plan.json files. Then each build
+times its own artifact (`korch bench --artifact ART --no-ort --no-unfused`) in alternating rounds;
+the table shows the median of the rounds' medians and their ratio. fp32, batch 1.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import export_models  # noqa: E402
+
+DEFAULT = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano", "yolov4", "resnet18", "mobilenet_v2",
+           "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf", "shufflenet_v2_x1_0", "squeezenet1_0",
+           "densenet121", "convnext_tiny", "vit_b_16", "swin_t", "transformer_encoder"]
+
+
+def run(cmd, env):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def plan_kernels(art):
+    plan = json.loads((Path(art) / "plan.json").read_text())
+    return [tuple(p["name"] for p in k["primitives"]) + tuple(k["outputs"]) for k in plan["kernels"]]
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--before", required=True)
+    ap.add_argument("--after", required=True)
+    ap.add_argument("--models")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "bench/results/compare_builds.md"))
+    a = ap.parse_args()
+    models = a.models.split(",") if a.models else DEFAULT
+    work = Path(tempfile.mkdtemp(prefix="korch-compare-"))
+    env = dict(os.environ, KORCH_PROGRESS="0", KORCH_CACHE_DIR=str(work / "cache"))
+    rows = []
+    for name in models:
+        model = export_models.export(name)
+        arts = {}
+        notes = []
+        for tag, binary in (("before", a.before), ("after", a.after)):
+            art = work / f"{name}.{tag}"
+            t0 = time.time()
+            out = run([binary, "compile", model, "--device", "cpu", "--threads", a.threads, "-o", art], env)
+            m = re.search(r"(\d+) measured", out)
+            notes.append(f"{tag}: {time.time() - t0:.0f} s, {m.group(1) if m else '?'} measured")
+            arts[tag] = art
+        same = plan_kernels(arts["before"]) == plan_kernels(arts["after"])
+        ms = {"before": [], "after": []}
+        for _ in range(a.rounds):
+            for tag, binary in (("before", a.before), ("after", a.after)):
+                jf = work / f"{name}.{tag}.json"
+                run([binary, "bench", "--artifact", arts[tag], "--no-ort", "--no-unfused", "--threads", a.threads,
+                     "--runs", a.runs, "--rounds", 1, "--json", jf], env)
+                ms[tag].append(json.loads(jf.read_text())["korch"]["median_ms"])
+        b, f = median(ms["before"]), median(ms["after"])
+        rows.append((name, len(plan_kernels(arts["after"])), same, b, f, "; ".join(notes)))
+        print(f"{name}: same plan {same}, before {b:.3f} ms, after {f:.3f} ms ({f / b:.3f}x); {'; '.join(notes)}",
+              flush=True)
+    lines = ["# Two Korch builds side by side (CPU)", "",
+             f"Command: `.venv/bin/python bench/compare_builds.py --before {a.before} --after {a.after} "
+             f"--models {','.join(models)} --runs {a.runs} --rounds {a.rounds} --threads {a.threads}`  ",
+             f"Timing: each build's `korch bench --artifact` of its own artifact, {a.rounds} alternating rounds x "
+             f"{a.runs} runs; median of the round medians, ms. One tuning database (cold at the start) shared "
+             "by both builds.", "",
+             "| model | kernels | same plan | before ms | after ms | after / before | compile |", "|---|---|---|---|---|---|---|"]
+    for name, k, same, b, f, note in rows:
+        lines.append(f"| {name} | {k} | {'yes' if same else 'NO'} | {b:.3f} | {f:.3f} | {f / b:.3f} | {note} |")
+    Path(a.out).write_text("\n".join(lines) + "\n")
+    print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+#include "codegen/loop_kernel_deps.h"
+
+namespace korch::loop {
+
+StageDeps::StageDeps(const Stage& st) {
+  index_loops.assign(st.index.size(), 0);
+  for (size_t i = 0; i < st.index.size(); ++i) {
+    const IndexNode& n = st.index[i];
+    uint64_t m = n.op == IndexOp::kVar ? uint64_t{1} << n.value : 0;
+    for (const auto& [t, c] : n.terms) m |= index_loops[static_cast<size_t>(t)];
+    if (n.a >= 0) m |= index_loops[static_cast<size_t>(n.a)];
+    if (n.b >= 0) m |= index_loops[static_cast<size_t>(n.b)];
+    index_loops[i] = m;
+  }
+  expr_loops.assign(st.exprs.size(), 0);
+  expr_acc.assign(st.exprs.size(), 0);
+  for (size_t e = 0; e < st.exprs.size(); ++e) {
+    const ExprNode& n = st.exprs[e];
+    uint64_t m = n.index >= 0 ? index_loops[static_cast<size_t>(n.index)] : 0;
+    char acc = n.op == ExprOp::kAcc;
+    for (int a : n.args) {
+      m |= expr_loops[static_cast<size_t>(a)];
+      acc |= expr_acc[static_cast<size_t>(a)];
+    }
+    expr_loops[e] = m;
+    expr_acc[e] = acc;
+  }
+}
+
+std::vector<char> reachable_exprs(const Stage& st, int root) {
+  std::vector<char> out(st.exprs.size(), 0);
+  std::vector<int> es{root};
+  while (!es.empty()) {
+    const int e = es.back();
+    es.pop_back();
+    if (e < 0 || out[static_cast<size_t>(e)]) continue;
+    out[static_cast<size_t>(e)] = 1;
+    for (int a : st.exprs[static_cast<size_t>(e)].args) es.push_back(a);
+  }
+  return out;
+}
+
+int64_t affine_coef(const Stage& st, const std::vector<uint64_t>& index_loops, int i, int l) {
+  const IndexNode& n = st.index[static_cast<size_t>(i)];
+  if (!(index_loops[static_cast<size_t>(i)] >> l & 1)) return 0;
+  if (n.op == IndexOp::kVar) return 1;
+  if (n.op != IndexOp::kSum) return kNonAffine;
+  int64_t c = 0;
+  for (const auto& [t, k] : n.terms) {
+    const int64_t ct = affine_coef(st, index_loops, t, l);
+    if (ct == kNonAffine) return kNonAffine;
+    c += k * ct;
+  }
+  return c;
+}
+
+bool is_index_atom(const IndexNode& n) {
+  return n.op == IndexOp::kDiv || n.op == IndexOp::kMod || n.op == IndexOp::kTable || n.op == IndexOp::kMin ||
+         n.op == IndexOp::kMax;
+}
+
+bool index_contains(const Stage& st, int root, int i) {
+  if (root == i) return true;
+  const IndexNode& n = st.index[static_cast<size_t>(root)];
+  for (const auto& [t, c] : n.terms)
+    if (index_contains(st, t, i)) return true;
+  return (n.a >= 0 && index_contains(st, n.a, i)) || (n.b >= 0 && index_contains(st, n.b, i));
+}
+
+}  // namespace korch::loop

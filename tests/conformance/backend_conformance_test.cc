@@ -1,0 +1,193 @@
+// Backend conformance (in the style of ggml's test-backend-ops): one table of kernels, each run
+// through the backend interface on every backend (codegen/backend.h: emit -> translation unit ->
+// compile for the backend's check device -> device kernel) and compared with the reference
+// interpreter, the oracle, at 1e-4 relative L2 (profile/kernel_check.h).
+//
+// The table: every loop primitive alone and the fused chains fission produces (the loop-kernel
+// table, tests/codegen/loop_cases.h), linear primitives alone and with epilogues, an opaque op
+// run by the reference interpreter, and every single-primitive kernel of the built-in models.
+// Backends: cpu (this CPU) and cuda (the host emulator: no GPU here). A case a backend does not
+// emit must say why, and only fusion-rule refusals are allowed (e.g. a Conv with its epilogue
+// on cuda, whose linear primitives run alone); every emitted kernel must match the reference.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+
+#include "codegen/backend.h"
+#include "frontend/builtin_models.h"
+#include "frontend/onnx_loader.h"
+#include "ir/random.h"
+#include "loop_cases.h"
+#include "pipeline/pipeline.h"
+#include "profile/kernel_check.h"
+
+namespace korch::testing {
+namespace {
+
+struct Case {
+  std::string family, name;
+  std::shared_ptr<const Graph> g;
+  KernelCandidate c;
+};
+
+Case whole(std::string family, LoopCase lc) { return {std::move(family), std::move(lc.name), lc.g, std::move(lc.c)}; }
+
+ValueId weight(GraphBuilder& b, Shape s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return b.constant(random_tensor({DType::kFloat32, std::move(s)}, rng));
+}
+
+std::vector<Case> linear_cases() {
+  std::vector<Case> cs;
+  auto add = [&](const std::string& name, const std::function<ValueId(GraphBuilder&)>& f) {
+    GraphBuilder b;
+    ValueId y = f(b);
+    cs.push_back(whole("linear", whole_graph_case(name, b.finish({y}))));
+  };
+  add("Conv3x3", [](GraphBuilder& b) {
+    return b.node("Conv", {b.f32("x", {1, 8, 12, 12}), weight(b, {16, 8, 3, 3}, 1)},
+                  attrs({{"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+  });
+  add("ConvDepthwiseStride2", [](GraphBuilder& b) {
+    return b.node("Conv", {b.f32("x", {1, 8, 12, 12}), weight(b, {8, 1, 3, 3}, 2)},
+                  attrs({{"group", int64_t{8}}, {"strides", std::vector<int64_t>{2, 2}}}));
+  });
+  add("ConvTranspose", [](GraphBuilder& b) {
+    return b.node("ConvTranspose", {b.f32("x", {1, 8, 6, 6}), weight(b, {8, 4, 2, 2}, 3)},
+                  attrs({{"strides", std::vector<int64_t>{2, 2}}}));
+  });
+  add("MatMul", [](GraphBuilder& b) { return b.node("MatMul", {b.f32("x", {3, 7, 32}), weight(b, {32, 24}, 4)}); });
+  add("MatMulBatched", [](GraphBuilder& b) { return b.node("MatMul", {b.f32("x", {2, 5, 16}), b.f32("y", {2, 16, 9})}); });
+  add("ConvBiasRelu", [](GraphBuilder& b) {
+    ValueId y = b.node("Conv", {b.f32("x", {1, 8, 10, 10}), weight(b, {16, 8, 1, 1}, 5)});
+    ValueId bias = b.node("Expand", {weight(b, {1, 16, 1, 1}, 6), b.ints({1, 16, 10, 10})});
+    return b.node("Relu", {b.node("Add", {y, bias})});
+  });
+  add("MatMulGelu", [](GraphBuilder& b) {
+    ValueId y = b.node("MatMul", {b.f32("x", {4, 32}), weight(b, {32, 32}, 7)});
+    return b.node("Gelu", {y});
+  });
+  return cs;
+}
+
+std::vector<Case> opaque_cases() {
+  GraphBuilder b(17);
+  ValueId x = b.f32("x", {3, 20});
+  std::vector<ValueId> tk = b.node_n("TopK", {x, b.ints({5})}, attrs({{"axis", int64_t{1}}}), 2);
+  return {whole("opaque", whole_graph_case("TopK", b.finish({tk[0], tk[1]})))};
+}
+
+// Every primitive of the built-in models as a kernel of its own.
+std::vector<Case> model_cases() {
+  std::vector<Case> cs;
+  for (const std::string& name : builtin_model_names()) {
+    auto p = std::make_shared<const Graph>(lower_to_primitives(load_onnx_bytes(builtin_model_bytes(name), name, {})));
+    for (size_t n = 0; n < p->nodes.size(); ++n)
+      cs.push_back({"model:" + name, fmt::format("{}#{} {}", name, n, p->nodes[n].op_type), p,
+                    make_candidate(*p, {static_cast<NodeId>(n)}, false)});
+  }
+  return cs;
+}
+
+struct Outcome {
+  bool emitted = false;
+  std::string reason;  // not emitted: why
+  std::string diff;    // emitted: "" when it matches the reference
+};
+
+// Runs every case on `backend`'s check device, many kernels per translation unit.
+std::vector<Outcome> run_on(Backend& backend, const std::vector<Case>& cases) {
+  std::vector<Outcome> out(cases.size());
+  std::vector<EmittedKernel> emitted(cases.size());
+  std::vector<std::vector<size_t>> units;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    emitted[i] = backend.emit(*cases[i].g, cases[i].c);
+    out[i].emitted = emitted[i].ok;
+    out[i].reason = emitted[i].reason;
+    if (!emitted[i].ok || emitted[i].source.empty()) continue;
+    if (units.empty() || units.back().size() >= 150) units.emplace_back();
+    units.back().push_back(i);
+  }
+  runtime::Device& dev = *backend.check_device();
+  std::vector<std::string> sources;
+  for (const auto& u : units) {
+    std::vector<const EmittedKernel*> ks;
+    for (size_t i : u) ks.push_back(&emitted[i]);
+    sources.push_back(backend.translation_unit(ks));
+  }
+  std::vector<CompiledUnit> compiled = backend.compile(sources, dev);
+  std::vector<std::shared_ptr<runtime::KernelModule>> module_of(cases.size());
+  for (size_t u = 0; u < units.size(); ++u)
+    for (size_t i : units[u]) module_of[i] = compiled[u].module;
+  std::map<const Graph*, std::vector<Tensor>> values;  // reference values per graph, once
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!out[i].emitted) continue;
+    const Graph& g = *cases[i].g;
+    auto [it, fresh] = values.try_emplace(&g);
+    if (fresh) it->second = reference_values(g, 1234 + i);
+    try {
+      std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(emitted[i].recipe, module_of[i]);
+      KernelProbe probe(dev, *kernel, emitted[i], g, it->second);
+      out[i].diff = probe.check(1e-4);
+    } catch (const Error& e) {
+      out[i].diff = e.what();
+    }
+  }
+  return out;
+}
+
+TEST(BackendConformance, EveryCaseOnEveryBackendMatchesTheReference) {
+  if (!std::getenv("KORCH_CACHE_DIR")) setenv("KORCH_CACHE_DIR", "/tmp/korch-cache-conformance-tests", 1);
+  std::vector<Case> cases;
+  for (auto& lc : op_cases()) cases.push_back(whole("loop:op", std::move(lc)));
+  for (auto& lc : chain_cases()) cases.push_back(whole("loop:chain", std::move(lc)));
+  for (auto& c : linear_cases()) cases.push_back(std::move(c));
+  for (auto& c : opaque_cases()) cases.push_back(std::move(c));
+  for (auto& c : model_cases()) cases.push_back(std::move(c));
+
+  const std::vector<std::string> names = {"cpu", "cuda"};
+  std::map<std::string, std::vector<Outcome>> results;
+  for (const std::string& name : names) {
+    std::unique_ptr<Backend> backend = make_backend(name);
+    results[name] = run_on(*backend, cases);
+    ASSERT_EQ(results[name].size(), cases.size());
+  }
+  // Per family: cases emitted and passed on each backend (a readable table in the log).
+  std::map<std::string, std::map<std::string, std::pair<int, int>>> table;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    for (const std::string& name : names) {
+      const Outcome& o = results[name][i];
+      auto& cell = table[cases[i].family][name];
+      cell.first += o.emitted;
+      cell.second += o.emitted && o.diff.empty();
+      EXPECT_TRUE(!o.emitted || o.diff.empty()) << name << " " << cases[i].name << ": " << o.diff;
+    }
+    // Loop kernels, single primitives and opaque ops are every backend's: only fusion rules may
+    // refuse a case (a linear primitive with its epilogue on a backend whose library calls run alone).
+    const bool rules_may_refuse = cases[i].family == "linear";
+    for (const std::string& name : names) {
+      const Outcome& o = results[name][i];
+      if (o.emitted || (!results["cpu"][i].emitted && !results["cuda"][i].emitted)) continue;
+      if (rules_may_refuse)
+        EXPECT_NE(o.reason.find("run alone"), std::string::npos) << name << " " << cases[i].name << ": " << o.reason;
+      else
+        ADD_FAILURE() << name << " does not emit " << cases[i].name << " which another backend does: " << o.reason;
+    }
+  }
+  std::string summary = "backend conformance (emitted / passed):\n";
+  for (const auto& [family, row] : table) {
+    summary += fmt::format("  {:<26}", family);
+    for (const std::string& name : names) summary += fmt::format(" {} {}/{}", name, row.at(name).first, row.at(name).second);
+    summary += "\n";
+  }
+  std::printf("%s", summary.c_str());
+  // The table is not vacuous: every family runs on both backends.
+  for (const auto& [family, row] : table)
+    for (const std::string& name : names) EXPECT_GT(row.at(name).second, 0) << family << " on " << name;
+}
+
+}  // namespace
+}  // namespace korch::testing

@@ -1,0 +1,106 @@
+// compile_model (the whole compiler) on the built-in models: the artifact it writes runs like the
+// reference interpreter on both targets, and its verification step (analytic costs: no kernel has
+// been through the correctness gate) catches wrong kernels and solves again without them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "codegen/cpu/cpu_backend.h"
+#include "frontend/builtin_models.h"
+#include "frontend/onnx_loader.h"
+#include "ir/interpreter.h"
+#include "ir/random.h"
+#include "ir/tensor_compare.h"
+#include "pipeline/compile.h"
+#include "runtime/executable.h"
+
+namespace korch {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CompileModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::getenv("KORCH_CACHE_DIR")) setenv("KORCH_CACHE_DIR", "/tmp/korch-cache-pipeline-tests", 1);
+  }
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("korch_compile_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The artifact in dir_ against the reference interpreter on `g`.
+  void expect_runs_like_the_reference(const Graph& g, bool emulate) {
+    runtime::LoadOptions lo;
+    lo.emulate = emulate;
+    auto exe = runtime::Executable::load(dir_.string(), lo);
+    std::vector<Tensor> inputs = random_inputs(g, 5);
+    std::vector<Tensor> got = exe->run(inputs), want = interpret(g, inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(rel_l2_diff(got[i], want[i], 1e-4), "") << exe->output_names()[i];
+  }
+
+  fs::path dir_;
+};
+
+CompileOptions analytic(const std::string& target) {
+  CompileOptions o;
+  o.target = target;
+  o.cost = CostSource::kAnalytic;
+  o.model_name = "test";
+  return o;
+}
+
+TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {
+  for (const std::string& name : builtin_model_names()) {
+    Graph g = load_onnx_bytes(builtin_model_bytes(name), name + ".onnx");
+    for (const char* target : {"cpu", "cuda"}) {
+      SCOPED_TRACE(name + " on " + target);
+      CompileResult r = compile_model(g, dir_.string(), analytic(target));
+      EXPECT_EQ(r.target, target);
+      EXPECT_TRUE(r.verify.ran);
+      EXPECT_EQ(r.verify.kernels, static_cast<int64_t>(r.kernels.size()));
+      EXPECT_TRUE(r.verify.failures.empty());
+      EXPECT_EQ(r.verify.device, std::string(target) == "cpu" ? "cpu" : "cuda-emulator");
+      expect_runs_like_the_reference(g, std::string(target) == "cuda");
+      fs::remove_all(dir_);
+    }
+  }
+}
+
+// Breaks every fused kernel that computes an exp (it prints expf as a no-op), as a generator bug
+// would: verification must find them, and the plan solved again must not use them.
+class BrokenFusionBackend : public cpu::CpuBackend {
+ public:
+  EmittedKernel emit(const Graph& g, const KernelCandidate& c) const override {
+    EmittedKernel k = cpu::CpuBackend::emit(g, c);
+    if (c.nodes.size() < 2) return k;
+    for (size_t p; (p = k.source.find("expf(")) != std::string::npos;) k.source.replace(p, 5, "(");
+    return k;
+  }
+};
+
+TEST_F(CompileModel, VerificationReplacesKernelsThatFailTheReference) {
+  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_transformer"), "tiny_transformer.onnx");
+  BrokenFusionBackend broken;
+  CompileOptions o = analytic("cpu");
+  o.backend = &broken;
+  CompileResult r = compile_model(g, dir_.string(), o);
+  ASSERT_FALSE(r.verify.failures.empty()) << "the broken softmax kernels went unnoticed";
+  EXPECT_GT(r.verify.rounds, 1);
+  EXPECT_GT(r.verify.gate_failures, 0);  // the other fused variants of the broken softmax were caught too
+  const cpu::CpuBackend sound;
+  for (const PlannedKernel& pk : r.orchestration.plan.kernels) {
+    const KernelCandidate& c = r.orchestration.candidates.candidates.at(static_cast<size_t>(pk.candidate));
+    if (c.nodes.size() >= 2) EXPECT_EQ(sound.emit(r.primitives, c).source.find("expf("), std::string::npos);
+  }
+  expect_runs_like_the_reference(g, false);
+}
+
+}  // namespace
+}  // namespace korch
