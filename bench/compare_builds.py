@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,30 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
-
-DEFAULT = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano", "yolov4", "resnet18", "mobilenet_v2",
-           "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf", "shufflenet_v2_x1_0", "squeezenet1_0",
-           "densenet121", "convnext_tiny", "vit_b_16", "swin_t", "transformer_encoder"]
-
-
-def run(cmd, env):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    return r.stdout
-
-
-def plan_kernels(art):
-    plan = json.loads((Path(art) / "plan.json").read_text())
-    return [tuple(p["name"] for p in k["primitives"]) + tuple(k["outputs"]) for k in plan["kernels"]]
-
-
-def median(xs):
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
+from bench_common import DEFAULT_MODELS as DEFAULT, median, run  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()

@@ -182,24 +182,45 @@ Command add_bench(CLI::App& app) {
       row("korch-unfused", tu, fmt::format("fusion gain {:.2f}x; outputs agree within {:.1e}", tu.median() / tk.median(), agreement));
     else if (!unfused_note.empty())
       fmt::print("  {}\n", unfused_note);
+    nlohmann::json per_kernel = nlohmann::json::array();
     if (o->per_kernel > 0) {
+      // In-model time of each kernel (median over the runs) next to the cost the plan used.
+      std::vector<double> predicted;
+      auto plan = nlohmann::json::parse(read_file_bytes((fs::path(fused_dir) / "plan.json").string()), nullptr, false);
+      if (!plan.is_discarded() && plan.contains("kernels"))
+        for (const auto& k : plan.at("kernels")) predicted.push_back(k.value("cost_s", 0.0));
       exe->set_step_timing(true);
       for (int i = 0; i < o->runs; ++i) exe->run(inputs);
       auto steps = exe->step_times();
-      double total = 0;
-      for (const auto& s : steps) total += s.seconds;
-      std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
-      fmt::print("\n  top kernels (mean ms per run, share):\n");
-      for (size_t i = 0; i < steps.size() && i < static_cast<size_t>(o->per_kernel); ++i)
-        fmt::print("  {:>4} {:>8.3f} {:>5.1f}%  {}\n", steps[i].step, steps[i].seconds * 1e3 / o->runs,
-                   100 * steps[i].seconds / std::max(total, 1e-30), steps[i].note.substr(0, 110));
       exe->set_step_timing(false);
+      double total = 0, total_pred = 0;
+      std::vector<double> med(steps.size());
+      for (size_t i = 0; i < steps.size(); ++i) {
+        med[i] = Timing{steps[i].samples}.median() ;
+        total += med[i];
+        total_pred += i < predicted.size() ? predicted[i] : 0;
+        per_kernel.push_back({{"step", steps[i].step}, {"note", steps[i].note}, {"median_ms", med[i] * 1e3},
+                              {"predicted_ms", i < predicted.size() ? predicted[i] * 1e3 : 0.0}});
+      }
+      std::vector<size_t> order(steps.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return med[a] > med[b]; });
+      fmt::print("\n  kernels in the model: sum of per-kernel medians {:.3f} ms, of their predicted costs {:.3f} ms\n",
+                 total * 1e3, total_pred * 1e3);
+      fmt::print("  top kernels (median ms in the model, share, predicted ms, in-model / predicted):\n");
+      for (size_t r = 0; r < order.size() && r < static_cast<size_t>(o->per_kernel); ++r) {
+        const size_t i = order[r];
+        const double p = i < predicted.size() ? predicted[i] : 0;
+        fmt::print("  {:>4} {:>8.3f} {:>5.1f}% {:>8.3f} {:>5.2f}  {}\n", steps[i].step, med[i] * 1e3,
+                   100 * med[i] / std::max(total, 1e-30), p * 1e3, p > 0 ? med[i] / p : 0.0, steps[i].note.substr(0, 90));
+      }
     }
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", model}, {"threads", o->cpu.threads}, {"rounds", o->rounds}, {"runs", o->runs},
                           {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)}}}};
       if (ort_ok) j["onnxruntime"] = {{"median_ms", to.median()}, {"p10_ms", to.quantile(0.1)}, {"p90_ms", to.quantile(0.9)}, {"note", peer_note}};
       if (unfused) j["korch_unfused"] = {{"median_ms", tu.median()}, {"p10_ms", tu.quantile(0.1)}, {"p90_ms", tu.quantile(0.9)}, {"agreement", agreement}};
+      if (!per_kernel.empty()) j["kernels"] = per_kernel;
       std::ofstream f(o->json);
       f << j.dump(2) << "\n";
       if (!f) fail_io("cannot write {}", o->json);

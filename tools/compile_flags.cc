@@ -55,6 +55,10 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
   app.add_option("--tuning-db", tuning_db, "Tuning database (default $KORCH_CACHE_DIR/tuning.db or ~/.cache/korch/tuning.db)");
   app.add_option("--threads", threads, "CPU threads for kernels and measurement")->check(CLI::Range(1, 256));
   app.add_flag("--no-prune", no_prune, "Measure every candidate (no analytic pre-pruning)");
+  app.add_flag("--isolated-costs", isolated_costs,
+               "Measured costs: keep each kernel's isolated measurement (no closed loop: the plan is not run in the "
+               "model to replace the costs that depart)");
+  app.add_flag("--redo", redo, "Measured costs: measure again what the tuning database already has for this model");
   app.add_flag("--no-verify", no_verify,
                "With analytic costs: do not run the plan's kernels against the reference interpreter");
   if (!with_orchestrate) return;
@@ -81,6 +85,8 @@ CompileOptions CompileFlags::options(const std::string& model, const std::functi
   o.measured.prune = !no_prune;
   o.measured.log = say;
   o.verify = !no_verify;
+  o.close_loop = !isolated_costs;
+  o.measured.redo = redo;
   o.log = say;
   return o;
 }
@@ -103,14 +109,30 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     fmt::print("  tuning: {} distinct kernels, {} from the database, {} measured, {} failed the gate, {} unemittable, "
                "{} skipped by the lower bound\n",
                m.signatures, m.db_hits, m.measured, m.failed, m.unemittable, m.pruned);
+    if (m.noisy)
+      fmt::print("  {} measurements stayed noisy (spread above 15% after 2 re-takes; a busy machine?): kept with their "
+                 "spread; --redo measures again\n",
+                 m.noisy);
     for (const std::string& f : m.failures) fmt::print("  gate failure: {}\n", f);
     for (size_t i = 0; i < m.pruned_examples.size() && i < 3; ++i) fmt::print("  e.g. {}\n", m.pruned_examples[i]);
   } else if (r.target != "cpu") {
     fmt::print("  costs: the analytic {} model (no GPU measured them)\n", r.cost_model);
   }
-  fmt::print("  plan {:.1f} us vs unfused {:.1f} us ({:.2f}x, {} costs)\n", o.plan.total_seconds() * 1e6,
-             o.unfused_seconds * 1e6, o.unfused_seconds / std::max(o.plan.total_seconds(), 1e-30),
-             measured ? "measured" : "analytic");
+  if (r.loop.ran) {
+    const LoopReport& l = r.loop;
+    fmt::print("  closed loop: {} rounds (departing kernels per round:", l.rounds.size());
+    for (const auto& x : l.rounds) fmt::print(" {}", x.departures);
+    fmt::print("), kept round {}{}\n", l.kept,
+               l.loaded ? fmt::format("; {} in-model costs from the database", l.loaded) : "");
+    fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); unfused measured {:.1f} us "
+               "({:.2f}x)\n",
+               l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),
+               l.unfused_measured * 1e6, l.unfused_measured / std::max(l.measured, 1e-30));
+  } else {
+    fmt::print("  plan {:.1f} us vs unfused {:.1f} us ({:.2f}x, {} costs)\n", o.plan.total_seconds() * 1e6,
+               o.unfused_seconds * 1e6, o.unfused_seconds / std::max(o.plan.total_seconds(), 1e-30),
+               measured ? (options.close_loop ? "measured" : "isolated measured") : "analytic");
+  }
   fmt::print("  solver {} {} in {:.2f} s, gap {:.3g}%{}\n", s.solver, solve_status_name(s.status), s.seconds,
              100 * s.gap, o.selection.cycle_cuts ? fmt::format(", {} cycle cuts", o.selection.cycle_cuts) : "");
   if (r.verify.ran)
@@ -123,9 +145,10 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
   if (!r.module.empty()) fmt::print("  kernels: {}\n", r.module);
   fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB\n",
              r.memory.arena_bytes / 1e6, r.memory.unfused_arena_bytes / 1e6, r.memory.weights_bytes / 1e6);
-  fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s{}); wrote {}\n", r.meta.timing["total"],
+  fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s{}{}); wrote {}\n", r.meta.timing["total"],
              r.meta.timing["orchestrate"], r.meta.timing["artifact"],
-             r.verify.ran ? fmt::format(", verify {:.1f} s", r.meta.timing["verify"]) : "", dir);
+             r.verify.ran ? fmt::format(", verify {:.1f} s", r.meta.timing["verify"]) : "",
+             r.loop.ran ? fmt::format(", closed loop {:.1f} s", r.meta.timing["close_loop"]) : "", dir);
   return r;
 }
 

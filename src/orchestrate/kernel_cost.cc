@@ -3,10 +3,10 @@
 namespace korch {
 
 CostTable fill_cost_table(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                          CostProvider& provider) {
+                          CostProvider& provider, bool prepare) {
   CostTable table;
   table.costs.reserve(candidates.size());
-  provider.prepare(g, candidates);
+  if (prepare) provider.prepare(g, candidates);
   for (const KernelCandidate& c : candidates) table.costs.push_back(provider.cost(g, c));
   return table;
 }

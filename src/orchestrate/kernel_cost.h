@@ -42,8 +42,8 @@ struct CostTable {
   std::vector<KernelCost> costs;  // one per candidate, same order
 };
 
-// Asks `provider` for every candidate, in order.
+// Asks `provider` for every candidate, in order (after provider.prepare unless `prepare` is false).
 CostTable fill_cost_table(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                          CostProvider& provider);
+                          CostProvider& provider, bool prepare = true);
 
 }  // namespace korch

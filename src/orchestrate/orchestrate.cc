@@ -258,9 +258,24 @@ OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const Orch
   out.enumerate_s = seconds_since(t0);
   say(fmt::format("{} primitives: {} candidate kernels from {} convex subgraphs ({:.2f} s)", g.nodes.size(),
                   out.candidates.candidates.size(), out.candidates.connected_sets, out.enumerate_s));
+  return select_with_costs(g, std::move(out), provider, options, true);
+}
 
-  t0 = std::chrono::steady_clock::now();
-  out.costs = fill_cost_table(g, out.candidates.candidates, provider);
+OrchestrateResult reorchestrate(const Graph& g, OrchestrateResult previous, CostProvider& provider,
+                                const OrchestrateOptions& options) {
+  OrchestrateResult out;
+  out.candidates = std::move(previous.candidates);
+  out.enumerate_s = 0;
+  return select_with_costs(g, std::move(out), provider, options, false);
+}
+
+OrchestrateResult select_with_costs(const Graph& g, OrchestrateResult out, CostProvider& provider,
+                                    const OrchestrateOptions& options, bool prepare) {
+  auto say = [&](const std::string& s) {
+    if (options.progress) options.progress(s);
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  out.costs = fill_cost_table(g, out.candidates.candidates, provider, prepare);
   out.cost_s = seconds_since(t0);
   std::vector<double> seconds;
   std::vector<std::string> notes;

@@ -87,4 +87,13 @@ struct OrchestrateResult {
 };
 OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const OrchestrateOptions& options);
 
+// The same candidates with costs asked again (without CostProvider::prepare: the provider has
+// seen them) and selected again: for costs that changed after a plan ran (the closed loop).
+OrchestrateResult reorchestrate(const Graph& g, OrchestrateResult previous, CostProvider& provider,
+                                const OrchestrateOptions& options);
+
+// Costs (prepare: call CostProvider::prepare first) and selection for out.candidates.
+OrchestrateResult select_with_costs(const Graph& g, OrchestrateResult out, CostProvider& provider,
+                                    const OrchestrateOptions& options, bool prepare);
+
 }  // namespace korch

@@ -51,6 +51,7 @@ std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const Orche
                  {"seconds", s.seconds}, {"cycle_cuts", r.selection.cycle_cuts}, {"dominated", r.selection.dominated},
                  {"variables", r.selection.variables}, {"rows", r.selection.rows}, {"log", s.log}};
   j["cost"] = {{"plan_s", r.plan.total_seconds()}, {"unfused_s", r.unfused_seconds}};
+  for (const auto& [k, v] : meta.cost_extra) j["cost"][k] = v;
   json timing = meta.timing;
   timing["enumerate"] = r.enumerate_s;
   timing["cost"] = r.cost_s;

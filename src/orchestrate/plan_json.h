@@ -25,6 +25,7 @@ namespace korch {
 struct PlanMetadata {
   std::string model, device, cost_model, device_spec_json;
   std::map<std::string, double> timing;  // phase -> seconds (load, lower, ... total)
+  std::map<std::string, double> cost_extra;  // more "cost" fields (measured end to end, ...)
 };
 
 std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,

@@ -1,14 +1,20 @@
 #include "pipeline/compile.h"
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <chrono>
+#include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "codegen/kernel_signature.h"
+#include "ir/text_format.h"
 #include "pipeline/pipeline.h"
+#include "profile/in_model.h"
 #include "profile/kernel_check.h"
 #include "runtime/artifact.h"
 #include "support/error.h"
@@ -89,6 +95,14 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
                              {"kernels", plan.kernels.size()},
                              {"primitives", p.nodes.size()},
                              {"timing", r.meta.timing}};
+  if (r.loop.ran) {
+    nlohmann::json rounds = nlohmann::json::array();
+    for (const auto& x : r.loop.rounds)
+      rounds.push_back({{"predicted_s", x.predicted}, {"measured_s", x.measured}, {"departures", x.departures}});
+    contents.manifest_extra["measured_seconds"] = r.loop.measured;
+    contents.manifest_extra["unfused_isolated_seconds"] = r.loop.unfused_isolated;
+    contents.manifest_extra["closed_loop"] = {{"rounds", rounds}, {"kept", r.loop.kept}, {"in_model_records_loaded", r.loop.loaded}};
+  }
   runtime::MemoryReport mem = runtime::write_artifact(dir, contents);
   write_plan_files(dir, p, r.orchestration, o.orchestrate, r.meta);
   return mem;
@@ -119,6 +133,145 @@ std::vector<std::pair<size_t, std::string>> verify_kernels(const std::string& di
                                            k.entry.empty() ? "no generated code" : k.entry, bad));
   }
   return failures;
+}
+
+std::vector<EmittedKernel> emit_plan(const Graph& p, const Backend& backend, const OrchestrateResult& o) {
+  std::vector<EmittedKernel> out;
+  for (const PlannedKernel& pk : o.plan.kernels) {
+    const KernelCandidate& c = o.candidates.candidates.at(static_cast<size_t>(pk.candidate));
+    EmittedKernel k = backend.emit(p, c);
+    KORCH_CHECK(k.ok, "planned kernel {} cannot be emitted: {}", pk.candidate, k.reason);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+// Identifies the model for in-model costs: its primitive graph's text (weights elided).
+std::string model_key(const Graph& p) {
+  PrintOptions po;
+  po.max_constant_elements = 0;
+  return content_hash(print_graph(p, po));
+}
+
+std::vector<std::vector<NodeId>> kernel_sets(const KernelPlan& plan) {
+  std::vector<std::vector<NodeId>> out;
+  for (const PlannedKernel& k : plan.kernels) out.push_back(k.nodes);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Step 8 (compile.h). r holds the first plan, written to `dir`. Each round runs the artifact in the
+// model (run_in_model), records the in-model time of every kernel of the plan, and, when some
+// kernel departed from its cost by more than 10%, solves again; the loop stops when none departs,
+// when the plan repeats, or after `loop_rounds` rounds. The plan kept is the one that ran fastest
+// end to end (so the loop never makes the plan slower), and its predicted latency is the sum of
+// its kernels' in-model times. The unfused baseline is measured in the model the same way.
+void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, InModelCosts& in_model,
+                    MeasuredCost& isolated, const OrchestrateOptions& opt, const CompileOptions& o, CompileResult& r,
+                    const std::function<void()>& plan, const std::function<void(const std::string&)>& say) {
+  struct Round {
+    OrchestrateResult orchestration;
+    std::vector<EmittedKernel> kernels;
+    InModelRun run;
+  };
+  std::vector<Round> rounds;
+  std::vector<std::vector<std::vector<NodeId>>> seen;
+  const auto t_loop = Clock::now();
+  r.loop.ran = true;
+  r.loop.loaded = in_model.loaded();
+  for (int round = 1;; ++round) {
+    const double predicted = r.orchestration.plan.total_seconds();
+    InModelRun run = run_in_model(dir, o.loop_runs, o.cpu_threads);
+    int departures = 0;
+    double departed = 0;  // seconds: how far the departing kernels are from their costs
+    const size_t n = r.orchestration.plan.kernels.size();
+    for (size_t i = 0; i < n && i < run.step_seconds.size(); ++i) {
+      const double cost = r.orchestration.plan.kernels[i].seconds, m = run.step_seconds[i];
+      // Below a microsecond the difference is the noise of timing one kernel among many; a cost
+      // that is already an in-model time departs only beyond run-to-run noise (25%).
+      const bool was_in_model = in_model.has(candidate_of(r, i));
+      if (std::abs(m - cost) > std::max((was_in_model ? 0.25 : 0.10) * cost, 1e-6)) {
+        ++departures;
+        departed += std::abs(m - cost);
+      }
+      // Every kernel of the plan keeps its in-model time (not only those that depart), so the
+      // plan's predicted latency is the sum of what its kernels took in the run.
+      in_model.record(p, candidate_of(r, i), m, fmt::format("{}: step {} of {}", o.model_name, i, n));
+    }
+    r.loop.rounds.push_back({predicted, run.end_to_end, departures});
+    say(fmt::format("closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%); "
+                    "{} of {} kernels depart from their costs by more than 10%",
+                    round, predicted * 1e6, run.end_to_end * 1e6, run.spread * 100, departures, n));
+    seen.push_back(kernel_sets(r.orchestration.plan));
+    rounds.push_back({r.orchestration, r.kernels, run});
+    // Solving again pays only when the departures add up: under 3% of the run, the plan holds.
+    if (departures == 0 || departed < 0.03 * run.end_to_end || round >= o.loop_rounds) break;
+    plan();  // with the in-model times recorded so far
+    if (std::find(seen.begin(), seen.end(), kernel_sets(r.orchestration.plan)) != seen.end()) {
+      say("closed loop: the plan repeats an earlier one");
+      break;
+    }
+    r.memory = write_artifact_files(dir, p, backend, r, o);
+  }
+  // The fastest plan, with the costs as they stand now.
+  size_t best = 0;
+  for (size_t i = 1; i < rounds.size(); ++i)
+    if (rounds[i].run.end_to_end < rounds[best].run.end_to_end) best = i;
+  r.orchestration = std::move(rounds[best].orchestration);
+  r.kernels = std::move(rounds[best].kernels);
+  // Its kernels' times from its own run (a later round may have re-timed a shared kernel next to
+  // other neighbours); the database keeps these.
+  const InModelRun& kept = rounds[best].run;
+  const size_t n = r.orchestration.plan.kernels.size();
+  for (size_t i = 0; i < n && i < kept.step_seconds.size(); ++i) {
+    PlannedKernel& k = r.orchestration.plan.kernels[i];
+    const double alone = isolated.cost(p, candidate_of(r, i)).seconds;
+    k.seconds = kept.step_seconds[i];
+    k.cost_note = fmt::format("in-model {:.1f} us (alone {:.1f} us)", k.seconds * 1e6, alone * 1e6);
+    in_model.record(p, candidate_of(r, i), k.seconds, fmt::format("{}: step {} of {}", o.model_name, i, n));
+  }
+  r.loop.kept = static_cast<int>(best) + 1;
+  r.loop.predicted = r.orchestration.plan.total_seconds();
+  r.loop.measured = rounds[best].run.end_to_end;
+
+  // The unfused baseline in the model: one kernel per primitive, isolated costs (all measured);
+  // measured once per model (the database keeps it).
+  OrchestrateOptions u = opt;
+  u.candidates.max_primitives = 1;
+  u.candidates.offer_minimal_outputs = false;
+  u.allow_recompute = false;
+  u.progress = nullptr;
+  CompileResult ur;
+  ur.primitives = p;
+  ur.orchestration = orchestrate(p, isolated, u);
+  ur.kernels = emit_plan(p, backend, ur.orchestration);
+  ur.meta = r.meta;
+  ur.cost_model = r.cost_model;
+  const std::string udir = (std::filesystem::temp_directory_path() /
+                            fmt::format("korch-unfused-{}-{}", getpid(), content_hash(dir))).string();
+  CompileOptions uo = o;
+  uo.unfused = true;
+  std::optional<double> unfused = in_model.whole("unfused");
+  if (!unfused) {
+    write_artifact_files(udir, p, backend, ur, uo);
+    unfused = run_in_model(udir, o.loop_runs, o.cpu_threads).end_to_end;
+    std::error_code ec;
+    std::filesystem::remove_all(udir, ec);
+    in_model.record_whole("unfused", *unfused);
+  }
+  r.loop.unfused_isolated = ur.orchestration.plan.total_seconds();
+  r.loop.unfused_measured = *unfused;
+  r.orchestration.unfused_seconds = *unfused;
+  say(fmt::format("closed loop: kept round {} of {}: predicted {:.1f} us, measured {:.1f} us; unfused measured "
+                  "{:.1f} us (its isolated costs add up to {:.1f} us)",
+                  r.loop.kept, rounds.size(), r.loop.predicted * 1e6, r.loop.measured * 1e6,
+                  r.loop.unfused_measured * 1e6, r.loop.unfused_isolated * 1e6));
+  r.meta.timing["close_loop"] = since(t_loop);
+  r.meta.cost_extra = {{"measured_s", r.loop.measured},
+                       {"unfused_isolated_s", r.loop.unfused_isolated},
+                       {"first_plan_predicted_s", r.loop.rounds.front().predicted},
+                       {"first_plan_measured_s", r.loop.rounds.front().measured}};
+  r.memory = write_artifact_files(dir, p, backend, r, o);
 }
 
 }  // namespace
@@ -155,11 +308,17 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   std::unique_ptr<MeasuredCost> measured;
   std::unique_ptr<EmittableAnalyticCost> analytic;
   CostProvider* provider;
+  std::unique_ptr<InModelCosts> in_model;
   if (o.cost == CostSource::kMeasured) {
     MeasuredCostOptions mo = o.measured;
     if (!mo.log) mo.log = o.log;
     measured = std::make_unique<MeasuredCost>(*backend, mo);
     provider = measured.get();
+    if (o.close_loop && !o.unfused) {
+      in_model = std::make_unique<InModelCosts>(*measured, mo.db_path, measured->device(), backend->generator_version(),
+                                                model_key(p), mo.redo);
+      provider = in_model.get();
+    }
   } else {
     const DeviceSpec spec = o.spec ? *o.spec : backend->analytic_spec();
     analytic = std::make_unique<EmittableAnalyticCost>(*backend, spec);
@@ -168,22 +327,21 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   }
   r.cost_model = r.meta.cost_model = provider->name();
 
+  // 4-5. The plan and its kernels.
+  auto plan = [&] {
+    t = Clock::now();
+    r.orchestration = r.orchestration.candidates.candidates.empty()
+                          ? orchestrate(p, *provider, opt)
+                          : reorchestrate(p, std::move(r.orchestration), *provider, opt);
+    if (measured) r.measured = measured->stats();
+    r.kernels = emit_plan(p, *backend, r.orchestration);
+    r.meta.timing["orchestrate"] += since(t);
+  };
   const bool verify = o.verify && !measured;
   std::vector<Tensor> values;  // reference values for step 7, computed once
   std::set<std::string> gated;  // signature hashes of candidates checked after a failure
   for (int round = 1;; ++round) {
-    // 4-5. The plan and its kernels.
-    t = Clock::now();
-    r.orchestration = orchestrate(p, *provider, opt);
-    if (measured) r.measured = measured->stats();
-    r.kernels.clear();
-    for (const PlannedKernel& pk : r.orchestration.plan.kernels) {
-      const KernelCandidate& c = r.orchestration.candidates.candidates.at(static_cast<size_t>(pk.candidate));
-      EmittedKernel k = backend->emit(p, c);
-      KORCH_CHECK(k.ok, "planned kernel {} cannot be emitted: {}", pk.candidate, k.reason);
-      r.kernels.push_back(std::move(k));
-    }
-    r.meta.timing["orchestrate"] += since(t);
+    plan();
 
     // 6. The artifact.
     t = Clock::now();
@@ -234,6 +392,14 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
     if (round >= 5)
       fail("kernels of {} keep failing the correctness gate on {} after {} plans; first: {}", o.model_name,
            r.verify.device, round, r.verify.failures.front());
+  }
+  // 8. The closed loop (measured costs): run the plan in the model, replace the costs of the kernels
+  // that depart by their in-model times, solve again; keep the fastest plan the loop ran.
+  if (in_model) {
+    // Later rounds re-solve a program whose costs barely moved: a shorter solver limit keeps a
+    // warm compile of a big model inside half a minute.
+    opt.time_limit_s = std::min(opt.time_limit_s, 8.0);
+    close_the_loop(artifact_dir, p, *backend, *in_model, *measured, opt, o, r, plan, say);
   }
   r.meta.timing["total"] = since(t_start);
   return r;

@@ -9,6 +9,11 @@
 //     5. emit                     each planned kernel (Backend::emit)
 //     6. write the artifact       program + weights (runtime/artifact.h), the backend's kernel
 //                                 module, plan.json + primitives.txt
+//     8. close the loop           measured costs: run the plan in the model (profile/in_model.h),
+//                                 its kernels' in-model times replace their isolated costs; while
+//                                 some kernel departed by more than 10%, solve again (3-6, 8) until
+//                                 the plan repeats (a few rounds at most); keep the fastest plan the
+//                                 loop ran; measure the unfused baseline in the model too
 //     7. verify                   when the costs were not measured (so no kernel of the plan has
 //                                 passed the correctness gate yet): each kernel of the written
 //                                 artifact runs on the backend's check device on reference values;
@@ -45,6 +50,9 @@ struct CompileOptions {
   MeasuredCostOptions measured;     // measured costs
   bool unfused = false;
   bool verify = true;               // step 7
+  bool close_loop = true;           // step 8 (false: isolated costs alone)
+  int loop_rounds = 3;
+  int loop_runs = 5;                // least timed runs of the model per round (at least 1 s of them)
   std::string model_name;           // recorded in plan.json and the manifest
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
 };
@@ -59,6 +67,19 @@ struct VerifyReport {
   int64_t gate_failures = 0;          // of those, how many failed too
 };
 
+struct LoopReport {
+  bool ran = false;
+  int64_t loaded = 0;  // in-model costs found in the tuning database at the start
+  struct Round {
+    double predicted = 0, measured = 0;
+    int departures = 0;
+  };
+  std::vector<Round> rounds;
+  int kept = 0;                   // the round whose plan was kept (1-based)
+  double predicted = 0, measured = 0;
+  double unfused_isolated = 0, unfused_measured = 0;
+};
+
 struct CompileResult {
   Graph primitives;
   OrchestrateResult orchestration;
@@ -67,6 +88,7 @@ struct CompileResult {
   std::string cost_model;              // provider name
   std::string target, module;          // the backend, and what its artifact module holds
   VerifyReport verify;
+  LoopReport loop;
   runtime::MemoryReport memory;
   PlanMetadata meta;                   // timing per phase
 };

@@ -103,7 +103,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   std::vector<std::string> todo;  // hashes to generate and measure, singletons first
   for (const auto& [hash, rep] : first_of) {
     auto it = known.find(key_of(hash));
-    if (it != known.end() && it->second.status != TuningStatus::kInFlight) {
+    if (it != known.end() && it->second.status != TuningStatus::kInFlight && !options_.redo) {
       by_hash_[hash] = cost_of(it->second);
       ++stats_.db_hits;
     } else {
@@ -238,7 +238,12 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
         if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
         Measurement m = measure([&] { probe.run(); }, mo);
         ++stats_.measured;
-        record(h, TuningStatus::kOk, m.median, m.spread, m.reps, where);
+        // Still wider than max_spread after the re-takes: kept (the median of the quietest run),
+        // but marked so, counted in the summary, and re-measured by --redo.
+        if (m.noisy) ++stats_.noisy;
+        record(h, TuningStatus::kOk, m.median, m.spread, m.reps,
+               m.noisy ? fmt::format("{} (noisy: spread {:.0f}% after {} re-takes)", where, m.spread * 100, m.remeasures)
+                       : where);
       } catch (const Error& e) {
         ++stats_.failed;
         record(h, TuningStatus::kFailed, 0, 0, 0, where + ": " + e.what());

@@ -38,6 +38,7 @@ class TuningDb;
 struct MeasuredCostOptions {
   std::string db_path;          // "" = TuningDb::default_path()
   bool prune = true;            // step 4
+  bool redo = false;            // measure again what the tuning database has (and replace it)
   int kernels_per_unit = 120;   // kernels per translation unit
   MeasureOptions measure = quick_measure_options();
   uint64_t seed = 1;            // random graph inputs for the reference run
@@ -48,7 +49,7 @@ struct MeasuredCostOptions {
 };
 
 struct MeasuredCostStats {
-  int64_t candidates = 0, signatures = 0, db_hits = 0, unemittable = 0, pruned = 0,
+  int64_t candidates = 0, signatures = 0, db_hits = 0, unemittable = 0, pruned = 0, noisy = 0,
           failed = 0, measured = 0, units_compiled = 0, units_cached = 0;
   double seconds_signatures = 0, seconds_emit = 0, seconds_reference = 0, seconds_compile = 0,
          seconds_measure = 0;

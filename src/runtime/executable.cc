@@ -254,15 +254,16 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
     outputs.emplace_back(buffers_[static_cast<size_t>(id)].type);
     ptrs_[static_cast<size_t>(id)] = dev.host_memory() ? outputs.back().raw() : staging_[static_cast<size_t>(id)];
   }
+  double t_prev = step_timing_ ? dev.synchronized_seconds() : 0;
   for (Step& s : steps_) {
     for (size_t a = 0; a < s.inputs.size(); ++a) s.in_ptrs[a] = ptrs_[static_cast<size_t>(s.inputs[a])];
     for (size_t a = 0; a < s.outputs.size(); ++a) s.out_ptrs[a] = ptrs_[static_cast<size_t>(s.outputs[a])];
+    s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
     if (step_timing_) {
-      const double t0 = dev.synchronized_seconds();
-      s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
-      s.seconds += dev.synchronized_seconds() - t0;
-    } else {
-      s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
+      const double t = dev.synchronized_seconds();
+      s.seconds += t - t_prev;
+      s.samples.push_back(t - t_prev);
+      t_prev = t;
     }
   }
   for (size_t o = 0; o < output_buffers_.size(); ++o) {
@@ -281,13 +282,17 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
 
 std::vector<Executable::StepTime> Executable::step_times() const {
   std::vector<StepTime> out;
-  for (size_t i = 0; i < steps_.size(); ++i) out.push_back({static_cast<int>(i), steps_[i].note, steps_[i].seconds});
+  for (size_t i = 0; i < steps_.size(); ++i)
+    out.push_back({static_cast<int>(i), steps_[i].note, steps_[i].seconds, steps_[i].samples});
   return out;
 }
 
 void Executable::set_step_timing(bool on) {
   step_timing_ = on;
-  for (Step& s : steps_) s.seconds = 0;
+  for (Step& s : steps_) {
+    s.seconds = 0;
+    s.samples.clear();
+  }
 }
 
 }  // namespace korch::runtime

@@ -50,13 +50,15 @@ class Executable {
   MemoryReport memory() const { return memory_; }
   size_t kernel_count() const { return steps_.size(); }
   const Device& device() const { return *device_; }
-  // Per-kernel time, summed over the runs since set_step_timing(true) (for `korch bench
-  // --per-kernel`: which kernels the time goes to). Off by default: two synchronised clock reads
-  // per kernel.
+  // Per-kernel time in the model, for each run since set_step_timing(true) (`korch bench
+  // --per-kernel`, the closed loop of measured costs). One synchronised clock read between
+  // consecutive kernels (about 20 ns on a CPU), so the steps of a run add up to the run: nothing
+  // between kernels goes unaccounted. Off by default.
   struct StepTime {
     int step = 0;
     std::string note;
-    double seconds = 0;
+    double seconds = 0;           // summed over the runs
+    std::vector<double> samples;  // one per run
   };
   void set_step_timing(bool on);
   std::vector<StepTime> step_times() const;
@@ -84,6 +86,7 @@ class Executable {
     std::vector<void*> out_ptrs;
     std::string note;
     double seconds = 0;
+    std::vector<double> samples;
   };
   void parse_program(const nlohmann::json& j, const std::string& path);
   void place_weights(const std::string& path, int64_t bytes);

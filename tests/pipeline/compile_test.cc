@@ -102,5 +102,40 @@ TEST_F(CompileModel, VerificationReplacesKernelsThatFailTheReference) {
   expect_runs_like_the_reference(g, false);
 }
 
+// Measured costs close the loop: the plan runs in the model, its kernels keep their in-model times
+// (recorded in the tuning database) and the predicted latency is theirs; the unfused baseline is
+// measured the same way, and a second compile starts from the records. Behaviour, not speed: the
+// numbers are only required to be there and consistent.
+TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
+  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+  CompileOptions o;
+  o.model_name = "tiny_convnet";
+  o.measured.db_path = (dir_.string() + ".db");
+  CompileResult r = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(r.loop.ran);
+  ASSERT_FALSE(r.loop.rounds.empty());
+  EXPECT_LE(static_cast<int>(r.loop.rounds.size()), o.loop_rounds);
+  EXPECT_GE(r.loop.kept, 1);
+  EXPECT_GT(r.loop.measured, 0);
+  EXPECT_GT(r.loop.unfused_measured, 0);
+  EXPECT_DOUBLE_EQ(r.orchestration.unfused_seconds, r.loop.unfused_measured);
+  double sum = 0;
+  for (const PlannedKernel& k : r.orchestration.plan.kernels) {
+    EXPECT_NE(k.cost_note.find("in-model"), std::string::npos) << k.cost_note;
+    sum += k.seconds;
+  }
+  EXPECT_DOUBLE_EQ(sum, r.loop.predicted);
+  auto exe = runtime::Executable::load(dir_.string());
+  EXPECT_DOUBLE_EQ(exe->manifest().at("plan_seconds").get<double>(), r.loop.predicted);
+  EXPECT_DOUBLE_EQ(exe->manifest().at("measured_seconds").get<double>(), r.loop.measured);
+  exe.reset();
+  expect_runs_like_the_reference(g, false);
+
+  CompileResult again = compile_model(g, dir_.string(), o);
+  EXPECT_GE(again.loop.loaded, static_cast<int64_t>(r.orchestration.plan.kernels.size()));
+  EXPECT_EQ(again.measured.measured, 0);  // every isolated measurement came from the database
+  fs::remove(o.measured.db_path);
+}
+
 }  // namespace
 }  // namespace korch

@@ -1,0 +1,110 @@
+"""Predicted against measured, with isolated costs and with the closed loop (CPU).
+
+  .venv/bin/python bench/costs_that_hold.py [--models a,b] [--runs 20] [--rounds 3] [--threads 2]
+                                            [--out bench/results/costs_that_hold.md]
+
+With a fresh tuning database and kernel cache (shared by the models of the run, in table order):
+  1. `korch compile M --isolated-costs`: every candidate measured alone (the cold compile as it
+     was before the closed loop); its plan_seconds is the prediction from isolated costs;
+  2. `korch compile M` (the default): the closed loop runs the plan in the model, its kernels'
+     in-model times replace their isolated costs, and it solves again until the plan holds
+     (its extra time is the closed loop's; the measurements of step 1 are reused);
+  3. the same command again: the warm compile;
+  4. `korch bench` of both artifacts, alternating rounds (korch bench --no-ort --no-unfused), and
+     once with the unfused plan, for the "vs unfused" figure the compile printed.
+The table: predicted (manifest plan_seconds) against bench's median for both plans, and the
+closed-loop plan's speed against the isolated-cost plan's.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))
+import export_models  # noqa: E402
+from bench_common import DEFAULT_MODELS as DEFAULT, median, run  # noqa: E402
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--korch", default=str(ROOT / "build/korch"))
+    ap.add_argument("--out", default=str(ROOT / "bench/results/costs_that_hold.md"))
+    a = ap.parse_args()
+    models = a.models.split(",") if a.models else DEFAULT
+    work = Path(tempfile.mkdtemp(prefix="korch-costs-"))
+    env = dict(os.environ, KORCH_PROGRESS="0", KORCH_CACHE_DIR=str(work / "cache"))
+    k = a.korch
+    rows = []
+    for name in models:
+        model = export_models.export(name)
+        iso, ctx = work / f"{name}.iso", work / f"{name}.ctx"
+        t0 = time.time()
+        run([k, "compile", model, "--isolated-costs", "--threads", a.threads, "-o", iso], env)
+        t_iso = time.time() - t0
+        t0 = time.time()
+        out = run([k, "compile", model, "--threads", a.threads, "-o", ctx], env)
+        t_loop = time.time() - t0
+        t0 = time.time()
+        out = run([k, "compile", model, "--threads", a.threads, "-o", ctx], env)
+        t_warm = time.time() - t0
+        rounds = re.search(r"closed loop: (\d+) rounds", out)
+        ms = {"iso": [], "ctx": []}
+        for _ in range(a.rounds):
+            for tag, art in (("ctx", ctx), ("iso", iso)):
+                jf = work / f"{name}.{tag}.json"
+                run([k, "bench", "--artifact", art, "--no-ort", "--no-unfused", "--threads", a.threads, "--runs", a.runs,
+                     "--rounds", 1, "--json", jf], env)
+                ms[tag].append(json.loads(jf.read_text())["korch"]["median_ms"])
+        jf = work / f"{name}.unfused.json"
+        run([k, "bench", "--artifact", ctx, "--no-ort", "--threads", a.threads, "--runs", a.runs, "--rounds", 1,
+             "--json", jf], env)
+        ub = json.loads(jf.read_text())
+        mi, mc = json.loads((iso / "manifest.json").read_text()), json.loads((ctx / "manifest.json").read_text())
+        row = dict(name=name, iso_pred=mi["plan_seconds"] * 1e3, iso_meas=median(ms["iso"]),
+                   ctx_pred=mc["plan_seconds"] * 1e3, ctx_meas=median(ms["ctx"]),
+                   unf_pred=mc["unfused_seconds"] * 1e3, unf_iso=mi["unfused_seconds"] * 1e3,
+                   unf_meas=ub["korch_unfused"]["median_ms"], gain_pred=mc["unfused_seconds"] / mc["plan_seconds"],
+                   gain_meas=ub["korch_unfused"]["median_ms"] / ub["korch"]["median_ms"],
+                   rounds=rounds.group(1) if rounds else "?", t_iso=t_iso, t_loop=t_loop, t_warm=t_warm)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    lines = ["# Costs that hold: predicted against measured (CPU)", "",
+             f"Command: `.venv/bin/python bench/costs_that_hold.py --models {','.join(models)} --runs {a.runs} "
+             f"--rounds {a.rounds} --threads {a.threads}`  ",
+             "predicted = manifest.json plan_seconds; measured = `korch bench --artifact` median (median of "
+             f"{a.rounds} alternating rounds x {a.runs} runs); isolated = `korch compile --isolated-costs` (every "
+             "kernel measured alone, the costs before the closed loop); closed loop = `korch compile` (default). "
+             "ms, fp32, batch 1.", "",
+             "| model | isolated: predicted | measured | measured / predicted | closed loop: predicted | measured | "
+             "measured / predicted | closed-loop plan / isolated plan (bench) | rounds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['iso_pred']:.3f} | {r['iso_meas']:.3f} | {r['iso_meas'] / r['iso_pred']:.2f} | "
+                     f"{r['ctx_pred']:.3f} | {r['ctx_meas']:.3f} | {r['ctx_meas'] / r['ctx_pred']:.2f} | "
+                     f"{r['ctx_meas'] / r['iso_meas']:.3f} | {r['rounds']} |")
+    lines += ["", "The unfused baseline and the gain compile prints, against `korch bench` (unfused plan in the same run):",
+              "", "| model | unfused predicted before (isolated sum) | unfused predicted now (in the model) | unfused bench | "
+              "gain printed | gain in bench |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['unf_iso']:.3f} | {r['unf_pred']:.3f} | {r['unf_meas']:.3f} | "
+                     f"{r['gain_pred']:.2f}x | {r['gain_meas']:.2f}x |")
+    lines += ["", "Compile time, s: cold = `--isolated-costs` on the fresh database (everything measured); the "
+              "closed loop adds the next compile's time (measurements reused, plan run in the model); warm = the "
+              "same compile again.", "", "| model | cold (isolated) | closed loop, first | warm |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['t_iso']:.1f} | {r['t_loop']:.1f} | {r['t_warm']:.1f} |")
+    Path(a.out).write_text("\n".join(lines) + "\n")
+    print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+#include "profile/in_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <random>
+
+#include "ir/random.h"
+#include "profile/measure.h"
+#include "profile/tuning_db.h"
+#include "support/hash.h"
+
+namespace korch {
+
+InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads) {
+  runtime::LoadOptions lo;
+  lo.cpu_threads = cpu_threads;
+  auto exe = runtime::Executable::load(artifact_dir, lo);
+  std::mt19937_64 rng(0);  // the inputs korch bench uses
+  std::vector<Tensor> inputs;
+  for (const TensorType& t : exe->input_types()) inputs.push_back(random_tensor(t, rng));
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const auto w0 = Clock::now();
+  int warm = 0;
+  do {
+    exe->run(inputs);
+    ++warm;
+  } while (warm < 3 || since(w0) < 0.05);
+  const double per_run = since(w0) / warm;
+  const int runs = std::clamp(static_cast<int>(1.0 / std::max(per_run, 1e-9)), std::max(min_runs, 1), 500);
+  // Whole runs first (no per-kernel clock reads), then the same number with them.
+  std::vector<double> whole;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = Clock::now();
+    exe->run(inputs);
+    whole.push_back(since(t0));
+  }
+  exe->set_step_timing(true);
+  for (int i = 0; i < runs; ++i) exe->run(inputs);
+  InModelRun r;
+  for (const auto& s : exe->step_times()) r.step_seconds.push_back(summarize_samples(s.samples).median);
+  exe->set_step_timing(false);
+  const Measurement m = summarize_samples(whole);
+  r.end_to_end = m.median;
+  r.spread = m.spread;
+  return r;
+}
+
+InModelCosts::InModelCosts(CostProvider& inner, const std::string& db_path, std::string device, int generator,
+                           std::string model_key, bool redo)
+    : inner_(inner), device_(std::move(device) + "+in-model"), generator_(generator), model_key_(std::move(model_key)),
+      redo_(redo) {
+  db_ = TuningDb::open(db_path.empty() ? TuningDb::default_path() : db_path);
+}
+
+InModelCosts::~InModelCosts() = default;
+
+std::string InModelCosts::instance(const KernelCandidate& c) const {
+  std::string key = model_key_ + "|n";
+  for (NodeId n : c.nodes) key += fmt::format(",{}", n);
+  key += "|o";
+  for (ValueId v : c.outputs) key += fmt::format(",{}", v);
+  return content_hash(key);
+}
+
+void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
+  inner_.prepare(g, candidates);
+  if (redo_) return;
+  std::vector<std::string> keys;
+  std::map<std::string, std::string> instance_of_key;
+  for (const KernelCandidate& c : candidates) {
+    const std::string inst = instance(c);
+    const std::string key = make_tuning_key(inst, device_, generator_);
+    if (instance_of_key.emplace(key, inst).second) keys.push_back(key);
+  }
+  for (const auto& [key, r] : db_->get_many(keys)) {
+    if (r.status != TuningStatus::kOk) continue;
+    if (by_instance_.emplace(instance_of_key.at(key), r.seconds).second) ++loaded_;
+  }
+  for (const KernelCandidate& c : candidates) note_ratio(g, c);
+}
+
+void InModelCosts::note_ratio(const Graph& g, const KernelCandidate& c) {
+  auto it = by_instance_.find(instance(c));
+  if (it == by_instance_.end()) return;
+  const KernelCost alone = inner_.cost(g, c);
+  if (!alone.feasible() || alone.seconds <= 0) return;
+  (c.linear > 0 ? ratio_linear_ : ratio_loop_)[it->first] = it->second / alone.seconds;
+  (c.linear > 0 ? scale_linear_ : scale_loop_) = 0;  // recomputed on next use
+}
+
+double InModelCosts::scale(bool linear) const {
+  double& cached = linear ? scale_linear_ : scale_loop_;
+  if (cached > 0) return cached;
+  const auto& m = linear ? ratio_linear_ : ratio_loop_;
+  if (m.empty()) return cached = 1.0;
+  std::vector<double> r;
+  for (const auto& [k, v] : m) r.push_back(v);
+  std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
+  return cached = r[r.size() / 2];
+}
+
+KernelCost InModelCosts::cost(const Graph& g, const KernelCandidate& c) {
+  KernelCost k = inner_.cost(g, c);
+  if (!k.feasible()) return k;
+  auto it = by_instance_.find(instance(c));
+  if (it == by_instance_.end()) {
+    const double f = scale(c.linear > 0);
+    if (f == 1.0) return k;
+    return {k.seconds * f, fmt::format("{} x{:.2f} (in-model scale of its class)", k.reason, f)};
+  }
+  return {it->second, fmt::format("in-model {:.1f} us (alone {:.1f} us)", it->second * 1e6, k.seconds * 1e6)};
+}
+
+std::optional<double> InModelCosts::whole(const std::string& what) const {
+  if (redo_) return std::nullopt;
+  auto r = db_->get(make_tuning_key(content_hash(model_key_ + "|" + what), device_, generator_));
+  if (!r || r->status != TuningStatus::kOk) return std::nullopt;
+  return r->seconds;
+}
+
+void InModelCosts::record_whole(const std::string& what, double seconds) {
+  TuningRecord r;
+  r.signature = content_hash(model_key_ + "|" + what);
+  r.key = make_tuning_key(r.signature, device_, generator_);
+  r.device = device_;
+  r.generator = generator_;
+  r.status = TuningStatus::kOk;
+  r.seconds = seconds;
+  r.reps = 1;
+  r.note = "whole " + what + " plan in the model";
+  r.created = static_cast<int64_t>(std::time(nullptr));
+  db_->put(r);
+}
+
+void InModelCosts::record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note) {
+  const std::string inst = instance(c);
+  by_instance_[inst] = seconds;
+  note_ratio(g, c);
+  TuningRecord r;
+  r.key = make_tuning_key(inst, device_, generator_);
+  r.signature = inst;
+  r.device = device_;
+  r.generator = generator_;
+  r.status = TuningStatus::kOk;
+  r.seconds = seconds;
+  r.reps = 1;
+  r.note = note;
+  r.created = static_cast<int64_t>(std::time(nullptr));
+  db_->put(r);
+}
+
+}  // namespace korch

@@ -1,0 +1,86 @@
+// In-model costs: what each planned kernel takes when the whole plan runs, and the cost provider
+// that lets them replace isolated measurements (the closed loop of pipeline/compile.h).
+//
+// Why: a kernel measured alone runs on warm caches and on the data of the one candidate that was
+// measured for its signature; in the model it meets cold weights and inputs, the layout its
+// neighbours leave (the CPU's layout handoff between oneDNN steps skips reorders the isolated
+// measurement paid), and its own data: in swin_t the attention MatMul of shifted windows reads
+// softmax probabilities of masked positions (e^-100, denormal floats) and takes 2.5 ms, where the
+// same signature in an unshifted window takes 18 us (bench/results/cost_drift.md). So in-model
+// costs belong to a kernel *instance* (this candidate in this model), not to its signature.
+//
+//   run_in_model   loads an artifact and runs it end to end at least `min_runs` times (more for a
+//                  fast model: at least 1 s of runs, at most 500), after warm-up runs for at
+//                  least 0.05 s; then as many runs with one clock read between consecutive kernels
+//                  (so the steps of a run add up to it); medians per kernel and of the whole runs
+//   InModelCosts   wraps a CostProvider: a candidate with a recorded in-model cost costs that;
+//                  every other candidate costs its isolated measurement scaled by how the kernels
+//                  of its class (with or without a linear primitive) compared in this model so far
+//                  (the median in-model / isolated ratio of the recorded ones), so a kernel not yet
+//                  run in the model is neither favoured by warm-cache optimism nor penalised. Records persist in the tuning
+//                  database under (instance hash, device + "+in-model", generator), committed as
+//                  each is taken, so an interrupted closed loop loses nothing measured and a warm
+//                  compile starts from them.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "orchestrate/kernel_cost.h"
+#include "runtime/executable.h"
+
+namespace korch {
+
+class TuningDb;
+
+struct InModelRun {
+  std::vector<double> step_seconds;  // median per kernel, plan order
+  double end_to_end = 0;             // median of whole runs without the per-kernel clock reads
+  double spread = 0;                 // (p90 - p10) / median of the whole runs
+};
+InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads);
+
+class InModelCosts : public CostProvider {
+ public:
+  // `model_key`: identifies the model (content_hash of its primitive graph's text).
+  // redo: ignore the records already stored (they are replaced as the loop takes new ones).
+  InModelCosts(CostProvider& inner, const std::string& db_path, std::string device, int generator,
+               std::string model_key, bool redo = false);
+  ~InModelCosts() override;
+  std::string name() const override { return inner_.name() + "+in-model"; }
+  void prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) override;
+  KernelCost cost(const Graph& g, const KernelCandidate& c) override;
+
+  // The instance hash of `c` in this model.
+  std::string instance(const KernelCandidate& c) const;
+  // Records c's in-model time (and stores it). `note` says where it was taken.
+  void record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note);
+  bool has(const KernelCandidate& c) const { return by_instance_.count(instance(c)) != 0; }
+  // A whole plan's in-model time ("unfused": the one-kernel-per-primitive baseline), stored per
+  // model like the kernels' (none with redo).
+  std::optional<double> whole(const std::string& what) const;
+  void record_whole(const std::string& what, double seconds);
+  int64_t loaded() const { return loaded_; }  // records found in the database by prepare()
+  // The scale applied to isolated costs of candidates without an in-model time (1 until some
+  // kernel of the class has run in the model).
+  double scale(bool linear) const;
+
+ private:
+  void note_ratio(const Graph& g, const KernelCandidate& c);
+  CostProvider& inner_;
+  std::unique_ptr<TuningDb> db_;
+  std::string device_;
+  int generator_;
+  std::string model_key_;
+  std::map<std::string, double> by_instance_;
+  // Per recorded instance: in-model / isolated, for the class scales.
+  std::map<std::string, double> ratio_linear_, ratio_loop_;
+  mutable double scale_linear_ = 0, scale_loop_ = 0;  // 0: to compute
+  int64_t loaded_ = 0;
+  bool redo_ = false;
+};
+
+}  // namespace korch

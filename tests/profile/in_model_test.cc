@@ -1,0 +1,93 @@
+// InModelCosts: in-model times replace isolated costs per kernel instance, unrun candidates are
+// scaled by their class's in-model / isolated ratio, and the records persist in the tuning
+// database (a second provider over the same file starts from them).
+#include "profile/in_model.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+namespace korch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Isolated costs: 10 us per node, linear kernels 100 us.
+class FixedCost : public CostProvider {
+ public:
+  std::string name() const override { return "fixed"; }
+  KernelCost cost(const Graph&, const KernelCandidate& c) override {
+    return {(c.linear ? 100e-6 : 10e-6) * static_cast<double>(c.nodes.size()), "fixed"};
+  }
+};
+
+KernelCandidate cand(std::vector<NodeId> nodes, std::vector<ValueId> outputs, int linear = 0) {
+  KernelCandidate c;
+  c.nodes = std::move(nodes);
+  c.outputs = std::move(outputs);
+  c.linear = linear;
+  return c;
+}
+
+class InModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "korch-in-model-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string db() const { return (dir_ / "tuning.db").string(); }
+  fs::path dir_;
+  Graph g_;
+  FixedCost fixed_;
+};
+
+TEST_F(InModelTest, InstancesReplaceTheirCostsAndScaleTheRestOfTheirClass) {
+  const std::vector<KernelCandidate> cs = {cand({0}, {10}), cand({1}, {11}), cand({0, 1}, {11}), cand({0, 1}, {10, 11}),
+                                           cand({2}, {12}, 1), cand({3}, {13}, 1)};
+  InModelCosts m(fixed_, db(), "cpu:test", 3, "model-a");
+  m.prepare(g_, cs);
+  EXPECT_EQ(m.loaded(), 0);
+  EXPECT_NEAR(m.cost(g_, cs[0]).seconds, 10e-6, 1e-12);  // nothing run yet: isolated, unscaled
+  EXPECT_NE(m.instance(cs[2]), m.instance(cs[3]));     // same nodes, other outputs: another kernel
+
+  m.record(g_, cs[0], 20e-6, "step 0");  // loop kernels ran 2x slower in the model
+  m.record(g_, cs[4], 150e-6, "step 1");  // linear ones 1.5x
+  EXPECT_NEAR(m.cost(g_, cs[0]).seconds, 20e-6, 1e-12);
+  EXPECT_NE(m.cost(g_, cs[0]).reason.find("in-model"), std::string::npos);
+  EXPECT_NEAR(m.scale(false), 2.0, 1e-12);
+  EXPECT_NEAR(m.scale(true), 1.5, 1e-12);
+  EXPECT_NEAR(m.cost(g_, cs[1]).seconds, 20e-6, 1e-12);   // 10 us x 2
+  EXPECT_NEAR(m.cost(g_, cs[3]).seconds, 40e-6, 1e-12);   // 20 us x 2
+  EXPECT_NEAR(m.cost(g_, cs[5]).seconds, 150e-6, 1e-12);  // 100 us x 1.5
+}
+
+TEST_F(InModelTest, RecordsPersistPerModelAndDevice) {
+  const std::vector<KernelCandidate> cs = {cand({0}, {10}), cand({1}, {11})};
+  {
+    InModelCosts m(fixed_, db(), "cpu:test", 3, "model-a");
+    m.prepare(g_, cs);
+    m.record(g_, cs[1], 33e-6, "step 1");
+  }
+  InModelCosts again(fixed_, db(), "cpu:test", 3, "model-a");
+  again.prepare(g_, cs);
+  EXPECT_EQ(again.loaded(), 1);
+  EXPECT_NEAR(again.cost(g_, cs[1]).seconds, 33e-6, 1e-12);
+  EXPECT_NEAR(again.cost(g_, cs[0]).seconds, 10e-6 * 3.3, 1e-12);  // scaled by the loaded ratio
+
+  InModelCosts other_model(fixed_, db(), "cpu:test", 3, "model-b");
+  other_model.prepare(g_, cs);
+  EXPECT_EQ(other_model.loaded(), 0);
+  InModelCosts other_generator(fixed_, db(), "cpu:test", 4, "model-a");
+  other_generator.prepare(g_, cs);
+  EXPECT_EQ(other_generator.loaded(), 0);
+  InModelCosts redo(fixed_, db(), "cpu:test", 3, "model-a", /*redo=*/true);
+  redo.prepare(g_, cs);
+  EXPECT_EQ(redo.loaded(), 0);
+  EXPECT_NEAR(redo.cost(g_, cs[1]).seconds, 10e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace korch
