@@ -76,6 +76,7 @@ struct LoopReport {
   };
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)
+  bool earlier_plan = false;      // it is an earlier compile's plan, which ran faster again
   double predicted = 0, measured = 0;
   double unfused_isolated = 0, unfused_measured = 0;
 };

@@ -115,14 +115,14 @@ KernelCost InModelCosts::cost(const Graph& g, const KernelCandidate& c) {
   return {it->second, fmt::format("in-model {:.1f} us (alone {:.1f} us)", it->second * 1e6, k.seconds * 1e6)};
 }
 
-std::optional<double> InModelCosts::whole(const std::string& what) const {
+std::optional<TuningRecord> InModelCosts::whole(const std::string& what) const {
   if (redo_) return std::nullopt;
   auto r = db_->get(make_tuning_key(content_hash(model_key_ + "|" + what), device_, generator_));
   if (!r || r->status != TuningStatus::kOk) return std::nullopt;
-  return r->seconds;
+  return r;
 }
 
-void InModelCosts::record_whole(const std::string& what, double seconds) {
+void InModelCosts::record_whole(const std::string& what, double seconds, const std::string& note) {
   TuningRecord r;
   r.signature = content_hash(model_key_ + "|" + what);
   r.key = make_tuning_key(r.signature, device_, generator_);
@@ -131,7 +131,7 @@ void InModelCosts::record_whole(const std::string& what, double seconds) {
   r.status = TuningStatus::kOk;
   r.seconds = seconds;
   r.reps = 1;
-  r.note = "whole " + what + " plan in the model";
+  r.note = note.empty() ? "whole " + what + " plan in the model" : note;
   r.created = static_cast<int64_t>(std::time(nullptr));
   db_->put(r);
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "orchestrate/kernel_cost.h"
+#include "profile/tuning_db.h"
 #include "runtime/executable.h"
 
 namespace korch {
@@ -61,8 +62,9 @@ class InModelCosts : public CostProvider {
   bool has(const KernelCandidate& c) const { return by_instance_.count(instance(c)) != 0; }
   // A whole plan's in-model time ("unfused": the one-kernel-per-primitive baseline), stored per
   // model like the kernels' (none with redo).
-  std::optional<double> whole(const std::string& what) const;
-  void record_whole(const std::string& what, double seconds);
+  // `note` keeps what the record needs besides the time (the "best" plan's kernel instances).
+  std::optional<TuningRecord> whole(const std::string& what) const;
+  void record_whole(const std::string& what, double seconds, const std::string& note = "");
   int64_t loaded() const { return loaded_; }  // records found in the database by prepare()
   // The scale applied to isolated costs of candidates without an in-model time (1 until some
   // kernel of the class has run in the model).
