@@ -3,10 +3,12 @@
 * builtin models, measured costs: the artifact run in a fresh process matches the reference
   interpreter within 1e-4 (relative L2), and a second compile reuses every measurement;
 * interrupt/resume: a measured compile killed (SIGKILL) while profiling loses at most the kernel in
-  flight; the rerun takes what was stored from the tuning database and finishes;
+  flight; the rerun takes what was stored from the tuning database and finishes; killed during the
+  closed loop, it keeps every in-model time taken and the rerun starts from them;
 * real models (paper + held-back): `korch run --backend cpu --check` matches the reference within
   1e-4, and `korch run --artifact` in a fresh process gives the same outputs.
 """
+import json
 import os
 import signal
 import sqlite3
@@ -104,6 +106,42 @@ def test_interrupted_profiling_resumes(tmp_path):
     out = korch("compile", model, "--device", "cpu", "-o", tmp_path / "art", env=env)
     hits = int(out.split(" from the database")[0].split()[-1])
     assert hits >= kept, out
+    run_artifact_vs_reference(model, tmp_path / "art", tmp_path)
+
+
+def in_model_records(db):
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as c:
+        return c.execute("select count(*) from records where status = 'ok' and device like '%+in-model' and note like '%: step %'").fetchone()[0]
+
+
+def test_interrupted_closed_loop_resumes(tmp_path):
+    # A model whose closed loop lasts seconds (each run of the plan in the model takes >= 1 s of
+    # runs, then the unfused baseline is compiled and run): its isolated costs are measured first,
+    # then the default compile is killed once the loop has stored in-model times.
+    model = export_models.export("efficientvit_b0")
+    env = env_with_cache(tmp_path)
+    db = tmp_path / "cache" / "tuning.db"
+    korch("compile", model, "--isolated-costs", "-o", tmp_path / "iso", env=env)
+    assert in_model_records(db) == 0
+    p = subprocess.Popen([KORCH, "compile", model, "-o", tmp_path / "art"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    kept = 0
+    deadline = time.time() + 600
+    while time.time() < deadline and p.poll() is None and kept == 0:
+        time.sleep(0.05)
+        try:
+            kept = in_model_records(db)
+        except sqlite3.Error:
+            continue
+    assert p.poll() is None, "the compile finished before its closed loop could be interrupted:\n" + p.communicate()[0]
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    kept = in_model_records(db)
+    assert kept > 0
+    out = korch("compile", model, "-o", tmp_path / "art", env=env)
+    assert " 0 measured" in out, out  # every isolated measurement came from the database
+    manifest = json.loads((tmp_path / "art" / "manifest.json").read_text())
+    assert manifest["closed_loop"]["in_model_records_loaded"] >= kept, (kept, manifest["closed_loop"])
     run_artifact_vs_reference(model, tmp_path / "art", tmp_path)
 
 
