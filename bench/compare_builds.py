@@ -1,20 +1,22 @@
 """Two builds of Korch side by side on the CPU: same plans? same speed?
 
   .venv/bin/python bench/compare_builds.py --before OLD/korch --after build/korch
-      [--models candy,resnet18,...] [--runs 30] [--rounds 3] [--threads 2] [--out FILE.md]
+      [--models candy,resnet18,...,FILE.onnx] [--runs 30] [--rounds 3] [--threads 2] [--cache DIR]
+      [--out FILE.md]
 
 For each model: `korch compile MODEL --device cpu` with measured costs by BEFORE (cold: a fresh
-tuning database and kernel cache shared by every model of the run), then by AFTER against the
+tuning database and kernel cache shared by every model of the run, or --cache DIR as it is), then by AFTER against the
 same database. When the two builds generate the same kernels (same signatures, generator
 version and device id), AFTER measures nothing ("0 measured") and, given the same costs, must
 choose the same plan: the script compares the kernels of both plan.json files. Then each build
-times its own artifact (`korch bench --artifact ART --no-ort --no-unfused`) in alternating rounds;
+times its own artifact (`korch bench --artifact ART --peers none --no-unfused`) in alternating rounds;
 the table shows the median of the rounds' medians and their ratio. fp32, batch 1.
 """
 import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +28,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
 from bench_common import DEFAULT_MODELS as DEFAULT, median, run  # noqa: E402
 
+def no_peers(binary):
+    """The flag that turns the peers off: --peers none, or --no-ort in builds before it."""
+    help_text = subprocess.run([str(binary), "bench", "--help"], capture_output=True, text=True).stdout
+    return ["--peers", "none"] if "--peers" in help_text else ["--no-ort"]
+
+
+def plan_kernels(art):
+    plan = json.loads((Path(art) / "plan.json").read_text())
+    return [tuple(p["name"] for p in k["primitives"]) + tuple(k["outputs"]) for k in plan["kernels"]]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True)
@@ -34,14 +47,16 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache", help="tuning database and kernel cache folder to start from (default: a fresh one)")
     ap.add_argument("--out", default=str(ROOT / "bench/results/compare_builds.md"))
     a = ap.parse_args()
     models = a.models.split(",") if a.models else DEFAULT
     work = Path(tempfile.mkdtemp(prefix="korch-compare-"))
-    env = dict(os.environ, KORCH_PROGRESS="0", KORCH_CACHE_DIR=str(work / "cache"))
+    env = dict(os.environ, KORCH_PROGRESS="0", KORCH_CACHE_DIR=a.cache or str(work / "cache"))
     rows = []
     for name in models:
-        model = export_models.export(name)
+        model = Path(name) if name.endswith(".onnx") else export_models.export(name)
+        name = Path(name).stem if name.endswith(".onnx") else name
         arts = {}
         notes = []
         for tag, binary in (("before", a.before), ("after", a.after)):
@@ -56,7 +71,7 @@ def main():
         for _ in range(a.rounds):
             for tag, binary in (("before", a.before), ("after", a.after)):
                 jf = work / f"{name}.{tag}.json"
-                run([binary, "bench", "--artifact", arts[tag], "--no-ort", "--no-unfused", "--threads", a.threads,
+                run([binary, "bench", "--artifact", arts[tag], *no_peers(binary), "--no-unfused", "--threads", a.threads,
                      "--runs", a.runs, "--rounds", 1, "--json", jf], env)
                 ms[tag].append(json.loads(jf.read_text())["korch"]["median_ms"])
         b, f = median(ms["before"]), median(ms["after"])
@@ -65,7 +80,8 @@ def main():
               flush=True)
     lines = ["# Two Korch builds side by side (CPU)", "",
              f"Command: `.venv/bin/python bench/compare_builds.py --before {a.before} --after {a.after} "
-             f"--models {','.join(models)} --runs {a.runs} --rounds {a.rounds} --threads {a.threads}`  ",
+             f"--models {','.join(models)} --runs {a.runs} --rounds {a.rounds} --threads {a.threads}"
+             f"{' --cache ' + a.cache if a.cache else ''}`  ",
              f"Timing: each build's `korch bench --artifact` of its own artifact, {a.rounds} alternating rounds x "
              f"{a.runs} runs; median of the round medians, ms. One tuning database (cold at the start) shared "
              "by both builds.", "",
