@@ -37,7 +37,7 @@ __attribute__((constructor)) static void korch_ftz(void) {
 
 def bench(korch, art, runs, env, per_kernel=True):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        cmd = [korch, "bench", "--artifact", str(art), "--no-ort", "--no-unfused", "--runs", str(runs), "--rounds", "1",
+        cmd = [korch, "bench", "--artifact", str(art), "--peers", "none", "--no-unfused", "--runs", str(runs), "--rounds", "1",
                "--json", f.name]
         if per_kernel:
             cmd += ["--per-kernel", "1"]

@@ -10,7 +10,7 @@ With a fresh tuning database and kernel cache (shared by the models of the run, 
      in-model times replace their isolated costs, and it solves again until the plan holds
      (its extra time is the closed loop's; the measurements of step 1 are reused);
   3. the same command again: the warm compile;
-  4. `korch bench` of both artifacts, alternating rounds (korch bench --no-ort --no-unfused), and
+  4. `korch bench` of both artifacts, alternating rounds (korch bench --peers none --no-unfused), and
      once with the unfused plan, for the "vs unfused" figure the compile printed.
 The table: predicted (manifest plan_seconds) against bench's median for both plans, and the
 closed-loop plan's speed against the isolated-cost plan's.
@@ -61,11 +61,11 @@ def main():
         for _ in range(a.rounds):
             for tag, art in (("ctx", ctx), ("iso", iso)):
                 jf = work / f"{name}.{tag}.json"
-                run([k, "bench", "--artifact", art, "--no-ort", "--no-unfused", "--threads", a.threads, "--runs", a.runs,
+                run([k, "bench", "--artifact", art, "--peers", "none", "--no-unfused", "--threads", a.threads, "--runs", a.runs,
                      "--rounds", 1, "--json", jf], env)
                 ms[tag].append(json.loads(jf.read_text())["korch"]["median_ms"])
         jf = work / f"{name}.unfused.json"
-        run([k, "bench", "--artifact", ctx, "--no-ort", "--threads", a.threads, "--runs", a.runs, "--rounds", 1,
+        run([k, "bench", "--artifact", ctx, "--peers", "none", "--threads", a.threads, "--runs", a.runs, "--rounds", 1,
              "--json", jf], env)
         ub = json.loads(jf.read_text())
         mi, mc = json.loads((iso / "manifest.json").read_text()), json.loads((ctx / "manifest.json").read_text())

@@ -1,4 +1,4 @@
-"""Korch's CPU backend vs onnxruntime vs Korch's unfused plan, per model, plus compile times.
+"""Korch's CPU backend vs onnxruntime and OpenVINO vs Korch's unfused plan, per model, plus compile times.
 
   .venv/bin/python bench/cpu_latency.py [--models candy,yolox_nano,...] [--group paper|heldback|all]
                                         [--runs 30] [--rounds 3] [--threads 2] [--cold]
@@ -6,9 +6,10 @@
 For each model: `korch compile MODEL --device cpu -o ART` with measured costs, timed twice: first
 against the tuning database as it is (cold when --cold gives a fresh one), then again (warm: every
 kernel comes from the database). Then `korch bench --artifact ART` times Korch, onnxruntime
-(ORT_ENABLE_ALL, same thread count, bench/ort_latency.py) and the unfused plan (one kernel per
-primitive) in alternating rounds in one process run. Results: bench/results/cpu_latency.md (and
-.json). fp32, batch 1.
+(ORT_ENABLE_ALL), OpenVINO (latency hint, f32 precision; both with the same thread count,
+bench/peer_latency.py) and the unfused plan (one kernel per primitive) in alternating rounds in one
+process run; the speedup is over the faster peer of each model. Results:
+bench/results/cpu_latency.md (and .json). fp32, batch 1.
 """
 import argparse
 import json
@@ -94,38 +95,43 @@ def main():
         print(f"{name}: compile {times[0]:.1f} s / warm {times[1]:.1f} s", flush=True)
 
     def fmt(t):
-        return f"{t['median_ms']:.2f} [{t['p10_ms']:.2f}-{t['p90_ms']:.2f}]"
+        return f"{t['median_ms']:.2f} [{t['p10_ms']:.2f}-{t['p90_ms']:.2f}]" if t and "median_ms" in t else "-"
+    versions = sorted({r[p]["note"] for r in rows for p in ("onnxruntime", "openvino") if "median_ms" in r.get(p, {})})
     lines = [
-        "# Korch CPU backend vs onnxruntime vs Korch unfused",
+        "# Korch CPU backend vs onnxruntime and OpenVINO vs Korch unfused",
         "",
         f"Command: `.venv/bin/python bench/cpu_latency.py {' '.join(sys.argv[1:])}`  ",
         f"Machine: {cpu_name()}, {os.cpu_count()} cores; {a.threads} threads for every system; fp32, batch 1.  ",
         f"Timing: `korch bench`, {a.rounds} alternating rounds x {a.runs} runs after warm-up; ms, median [p10-p90].  ",
         "onnxruntime: ORT_ENABLE_ALL, intra-op threads = threads, sequential.  ",
+        "OpenVINO: CPU, PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS = threads, INFERENCE_PRECISION_HINT=f32, one stream.  ",
+        f"Peer versions: {', '.join(versions) or '-'}.  ",
         "unfused: Korch's own plan with one kernel per primitive (no orchestration).  ",
         "Compile: first = `korch compile` against the tuning database as found"
         + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.",
         "",
-        "| model | prims | kernels | korch ms | onnxruntime ms | unfused ms | vs ORT | fusion gain | compile first s | compile warm s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| model | prims | kernels | korch ms | onnxruntime ms | openvino ms | unfused ms | faster peer | vs faster peer "
+        "| fusion gain | compile first s | compile warm s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     speedups = []
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | | | {r['error']} | | | | | | |")
+            lines.append(f"| {r['model']} | | | {r['error']} | | | | | | | | |")
             continue
-        k, o, u = r["korch"], r.get("onnxruntime"), r.get("korch_unfused")
-        sp = o["median_ms"] / k["median_ms"] if o else None
+        k, u = r["korch"], r.get("korch_unfused")
+        fp = r.get("faster_peer")
+        sp = r[fp]["median_ms"] / k["median_ms"] if fp else None
         if sp:
             speedups.append(sp)
-        lines.append(f"| {r['model']} | {r['primitives']} | {r['kernels']} | {fmt(k)} | {fmt(o) if o else '-'} | "
-                     f"{fmt(u) if u else '-'} | {sp:.2f}x | {u['median_ms'] / k['median_ms']:.2f}x | "
-                     f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |" if o and u else
-                     f"| {r['model']} | {r['primitives']} | {r['kernels']} | {fmt(k)} | - | - | - | - | "
+        vs = f"{sp:.2f}x" if sp else "-"
+        gain = f"{u['median_ms'] / k['median_ms']:.2f}x" if u else "-"
+        lines.append(f"| {r['model']} | {r['primitives']} | {r['kernels']} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
+                     f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {gain} | "
                      f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |")
     if speedups:
         g = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-        lines += ["", f"Geometric mean speedup over onnxruntime: **{g:.2f}x** over {len(speedups)} models "
+        lines += ["", f"Geometric mean speedup over the faster peer: **{g:.2f}x** over {len(speedups)} models "
                   f"(Korch faster on {sum(s > 1 for s in speedups)})."]
     Path(a.out).write_text("\n".join(lines) + "\n")
     Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")

@@ -1,11 +1,13 @@
 // korch bench MODEL | --artifact DIR [--device cpu] [--threads 2] [--runs 30] [--rounds 2]
+//                   [--peers onnxruntime,openvino]
 //
-// Median latency and spread of the Korch artifact, side by side in the same run with onnxruntime
-// (all graph optimisations, same thread count; bench/ort_latency.py in a child process) and with
-// Korch's own unfused plan (one kernel per primitive), so both the gain over the peer and the
-// orchestration's own gain are visible. Systems are timed in alternating rounds (these machines
-// are noisy); each round warms up first. Before timing, the artifact's outputs are compared with
-// the unfused plan's.
+// Median latency and spread of the Korch artifact, side by side in the same run with the CPU peers
+// (onnxruntime with all graph optimisations, OpenVINO with the latency hint and f32 precision;
+// same thread count; bench/peer_latency.py in a child process per round) and with Korch's own
+// unfused plan (one kernel per primitive), so the gain over the faster peer and the orchestration's
+// own gain are both visible. Systems are timed in alternating rounds (these machines are noisy);
+// each round warms up first. Before timing, the artifact's outputs are compared with the unfused
+// plan's.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -67,28 +69,38 @@ std::string python_for_peer() {
   return fs::exists(venv) ? venv.string() : "python3";
 }
 
-// Runs onnxruntime in a child process; returns its per-run samples summarised, or an error note.
-bool time_onnxruntime(const std::string& model_file, int threads, int warmup, int runs, Timing& t,
-                      std::string* note) {
-  std::string script = (fs::path(KORCH_SOURCE_DIR) / "bench/ort_latency.py").string();
-  std::string cmd = fmt::format("'{}' '{}' '{}' --threads {} --warmup {} --runs {}", python_for_peer(), script,
-                                model_file, threads, warmup, runs);
+struct Peer {
+  std::string name;  // onnxruntime | openvino
+  Timing t;
+  bool ok = true;
+  std::string note;  // its version, or why it did not run
+};
+
+// Runs a peer (bench/peer_latency.py) in a child process; adds its per-run samples, or says why not.
+bool time_peer(Peer& peer, const std::string& model_file, int threads, int warmup, int runs) {
+  std::string script = (fs::path(KORCH_SOURCE_DIR) / "bench/peer_latency.py").string();
+  std::string cmd = fmt::format("'{}' '{}' '{}' --peer {} --threads {} --warmup {} --runs {}", python_for_peer(), script,
+                                model_file, peer.name, threads, warmup, runs);
   std::string out;
   int rc = run_shell(cmd, &out);
   size_t brace = out.rfind('{');
   if (rc != 0 || brace == std::string::npos) {
-    *note = "onnxruntime did not run: " + out.substr(0, 400);
-    return false;
+    // The last line says why (a traceback ends with the exception).
+    std::string tail = out;
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
+    if (size_t nl = tail.rfind('\n'); nl != std::string::npos) tail = tail.substr(nl + 1);
+    peer.note = fmt::format("{} did not run: {}", peer.name, tail.substr(0, 300));
+    return peer.ok = false;
   }
   try {
     auto j = nlohmann::json::parse(out.substr(brace));
     // Every timed run, so the peer's median and spread come from the same statistics as ours.
-    for (const auto& x : j.at("samples_ms")) t.ms.push_back(x.get<double>());
-    *note = "onnxruntime " + j.value("ort_version", std::string("?"));
+    for (const auto& x : j.at("samples_ms")) peer.t.ms.push_back(x.get<double>());
+    peer.note = peer.name + " " + j.value("version", std::string("?"));
     return true;
   } catch (const std::exception& e) {
-    *note = std::string("unreadable onnxruntime output: ") + e.what();
-    return false;
+    peer.note = fmt::format("unreadable {} output: {}", peer.name, e.what());
+    return peer.ok = false;
   }
 }
 
@@ -98,7 +110,8 @@ Command add_bench(CLI::App& app) {
   struct Opts {
     std::string model, artifact, device = "cpu", work, json;
     int warmup = 5, runs = 30, rounds = 2, per_kernel = 0;
-    bool no_ort = false, no_unfused = false;
+    std::vector<std::string> peers = {"onnxruntime", "openvino"};
+    bool no_unfused = false;
     CompileFlags cpu;
     LoadFlags load;
   };
@@ -111,7 +124,10 @@ Command add_bench(CLI::App& app) {
   app.add_option("--rounds", o->rounds, "Alternating rounds over the systems")->check(CLI::Range(1, 100));
   app.add_option("--work", o->work, "Folder for the compiled artifacts (default: a temporary folder)");
   app.add_option("--json", o->json, "Also write the results as JSON to this file");
-  app.add_flag("--no-ort", o->no_ort, "Skip onnxruntime");
+  app.add_option("--peers", o->peers, "Peers timed in the same rounds (none: only Korch)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"onnxruntime", "openvino", "none"}))
+      ->capture_default_str();
   app.add_option("--per-kernel", o->per_kernel, "Also print the N kernels of the artifact that take the most time");
   app.add_flag("--no-unfused", o->no_unfused, "Skip Korch's unfused plan");
   o->cpu.add_to(app);
@@ -158,16 +174,23 @@ Command add_bench(CLI::App& app) {
       agreement = 0;
       for (size_t i = 0; i < a.size(); ++i) agreement = std::max(agreement, rel_l2_error(a[i], b[i]));
     }
-    std::string peer_file, peer_note;
-    if (!o->no_ort) {
-      if (model.empty()) peer_note = "onnxruntime skipped: no model";
-      else peer_file = model_file_for_peer(model, work.string());
+    std::vector<Peer> peers;
+    for (const std::string& name : o->peers)
+      if (name != "none") peers.push_back({name});
+    std::string peer_file, peers_note;
+    if (!peers.empty()) {
+      if (model.empty()) {
+        peers_note = "peers skipped: the artifact names no model";
+        peers.clear();
+      } else {
+        peer_file = model_file_for_peer(model, work.string());
+      }
     }
-    Timing tk, tu, to;
-    bool ort_ok = !peer_file.empty();
+    Timing tk, tu;
     for (int r = 0; r < o->rounds; ++r) {
       time_executable(*exe, inputs, o->warmup, o->runs, tk);
-      if (ort_ok) ort_ok = time_onnxruntime(peer_file, o->cpu.threads, o->warmup, o->runs, to, &peer_note);
+      for (Peer& peer : peers)
+        if (peer.ok) time_peer(peer, peer_file, o->cpu.threads, o->warmup, o->runs);
       if (unfused) time_executable(*unfused, inputs, o->warmup, o->runs, tu);
     }
     fmt::print("\nbench {} on cpu, {} threads, {} rounds x {} runs (median, p10-p90 in ms)\n", model.empty() ? fused_dir : model,
@@ -176,8 +199,18 @@ Command add_bench(CLI::App& app) {
       fmt::print("  {:<16} {:>9.3f}  [{:.3f} - {:.3f}]  {}\n", name, t.median(), t.quantile(0.1), t.quantile(0.9), extra);
     };
     row("korch", tk, "");
-    if (ort_ok) row("onnxruntime", to, fmt::format("korch speedup {:.2f}x ({})", to.median() / tk.median(), peer_note));
-    else if (!o->no_ort) fmt::print("  onnxruntime      {}\n", peer_note);
+    const Peer* faster = nullptr;
+    for (const Peer& peer : peers)
+      if (peer.ok && (!faster || peer.t.median() < faster->t.median())) faster = &peer;
+    for (const Peer& peer : peers) {
+      if (!peer.ok) {
+        fmt::print("  {:<16} {}\n", peer.name, peer.note);
+        continue;
+      }
+      row(peer.name, peer.t, fmt::format("korch speedup {:.2f}x ({}{})", peer.t.median() / tk.median(), peer.note,
+                                         &peer == faster && peers.size() > 1 ? ", the faster peer" : ""));
+    }
+    if (!peers_note.empty()) fmt::print("  {}\n", peers_note);
     if (unfused)
       row("korch-unfused", tu, fmt::format("fusion gain {:.2f}x; outputs agree within {:.1e}", tu.median() / tk.median(), agreement));
     else if (!unfused_note.empty())
@@ -218,7 +251,14 @@ Command add_bench(CLI::App& app) {
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", model}, {"threads", o->cpu.threads}, {"rounds", o->rounds}, {"runs", o->runs},
                           {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)}}}};
-      if (ort_ok) j["onnxruntime"] = {{"median_ms", to.median()}, {"p10_ms", to.quantile(0.1)}, {"p90_ms", to.quantile(0.9)}, {"note", peer_note}};
+      for (const Peer& peer : peers) {
+        if (peer.ok)
+          j[peer.name] = {{"median_ms", peer.t.median()}, {"p10_ms", peer.t.quantile(0.1)}, {"p90_ms", peer.t.quantile(0.9)},
+                          {"note", peer.note}};
+        else
+          j[peer.name] = {{"error", peer.note}};
+      }
+      if (faster) j["faster_peer"] = faster->name;
       if (unfused) j["korch_unfused"] = {{"median_ms", tu.median()}, {"p10_ms", tu.quantile(0.1)}, {"p90_ms", tu.quantile(0.9)}, {"agreement", agreement}};
       if (!per_kernel.empty()) j["kernels"] = per_kernel;
       std::ofstream f(o->json);

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   add("compile", "Choose the cheapest kernels for a model and write the plan (plan.json) to an artifact directory",
       korch::cli::add_compile);
   add("explain", "Print an artifact's plan for a person: kernels, costs, why", korch::cli::add_explain);
-  add("bench", "Time an artifact (or compile MODEL first) next to onnxruntime and the unfused plan", korch::cli::add_bench);
+  add("bench", "Time an artifact (or compile MODEL first) next to onnxruntime, OpenVINO and the unfused plan", korch::cli::add_bench);
   add("fold", "Write the model after the frontend (folded, simplified, static shapes) as ONNX", korch::cli::add_fold);
   add("ops", "List the supported ONNX operators and their opset ranges", korch::cli::add_ops);
   add("run", "Run a model on inputs from .npy files (or seeded random inputs)", korch::cli::add_run);

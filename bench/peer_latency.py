@@ -1,0 +1,106 @@
+"""Latency of one model in a peer runtime, for `korch bench` (it runs this next to Korch in the same run).
+
+  python bench/peer_latency.py MODEL.onnx --peer onnxruntime|openvino --threads 2 --warmup 5 --runs 30 [--seed 0]
+
+onnxruntime: all graph optimisations (ORT_ENABLE_ALL), intra-op threads = --threads, inter-op 1,
+sequential execution, CPUExecutionProvider.
+openvino: Core().compile_model(MODEL, "CPU") with PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS =
+--threads, INFERENCE_PRECISION_HINT=f32 (no bf16/fp16 down-conversion), one stream; the model is
+read from the ONNX file directly.
+Both: fp32, inputs U(-1, 1) floats / [0, 10) integers / {0, 1} booleans like Korch's
+--random-inputs, dynamic dims as 1. Prints one JSON line: {"peer", "version", "median_ms", "p10_ms",
+"p90_ms", "runs", "samples_ms"}. Exits 3 with one line when the peer is not installed.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
+         "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+
+
+def random_feed(rng, name, type_name, shape):
+    t = TYPES.get(type_name)
+    if t is None:
+        sys.exit(f"input {name}: type {type_name} not supported by this script")
+    shape = [d if isinstance(d, int) and d > 0 else 1 for d in shape]
+    if t in (np.float32, np.float64):
+        return rng.uniform(-1, 1, shape).astype(t)
+    if t is np.bool_:
+        return rng.integers(0, 2, shape).astype(t)
+    return rng.integers(0, 10, shape).astype(t)
+
+
+def onnxruntime_runner(model, threads, rng):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    feeds = {i.name: random_feed(rng, i.name, i.type, i.shape) for i in sess.get_inputs()}
+    return (lambda: sess.run(None, feeds)), ort.__version__
+
+
+def openvino_runner(model, threads, rng):
+    import openvino as ov
+    # Input names and types from the ONNX file itself, so both peers get the same feeds.
+    import onnx
+    m = onnx.load(model, load_external_data=False)
+    init = {t.name for t in m.graph.initializer}
+    names = {1: "tensor(float)", 11: "tensor(double)", 7: "tensor(int64)", 6: "tensor(int32)", 9: "tensor(bool)"}
+    feeds = {}
+    for i in m.graph.input:
+        if i.name in init:
+            continue
+        tt = i.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
+        feeds[i.name] = random_feed(rng, i.name, names.get(tt.elem_type, str(tt.elem_type)), shape)
+    core = ov.Core()
+    compiled = core.compile_model(model, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
+                                                 "INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": 1})
+    req = compiled.create_infer_request()
+    by_port = {}
+    for port in compiled.inputs:
+        hit = [n for n in port.get_names() if n in feeds]
+        if not hit:
+            sys.exit(f"openvino input {port.get_any_name()} has no ONNX input of that name")
+        by_port[port] = feeds[hit[0]]
+    return (lambda: req.infer(by_port)), ov.__version__.split("-")[0]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--peer", default="onnxruntime", choices=["onnxruntime", "openvino"])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    rng = np.random.default_rng(a.seed)
+    try:
+        run, version = {"onnxruntime": onnxruntime_runner, "openvino": openvino_runner}[a.peer](a.model, a.threads, rng)
+    except ModuleNotFoundError as e:
+        print(f"{a.peer} is not installed for {sys.executable} ({e})")
+        sys.exit(3)
+    for _ in range(a.warmup):
+        run()
+    times = []
+    for _ in range(a.runs):
+        t0 = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    q = lambda p: times[min(len(times) - 1, int(p * len(times)))]
+    print(json.dumps({"peer": a.peer, "version": version, "median_ms": statistics.median(times), "p10_ms": q(0.1),
+                      "p90_ms": q(0.9), "runs": len(times), "samples_ms": times}))
+
+
+if __name__ == "__main__":
+    main()

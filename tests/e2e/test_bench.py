@@ -1,0 +1,44 @@
+"""`korch bench`: Korch, onnxruntime, OpenVINO and the unfused plan in the same alternating rounds.
+
+Times nothing that matters (a tiny model, few runs): checks that every system ran, that the JSON
+names the faster peer, and that a missing peer is reported, not fatal.
+"""
+import json
+import os
+import subprocess
+
+import compare_with_ort
+
+KORCH = str(compare_with_ort.default_korch())
+
+
+def bench(tmp_path, *args, env=None):
+    js = tmp_path / "bench.json"
+    env = dict(env or os.environ, KORCH_CACHE_DIR=str(tmp_path / "cache"), KORCH_PROGRESS="0")
+    r = subprocess.run([KORCH, "bench", "builtin:tiny_convnet", "--runs", "3", "--rounds", "2", "--warmup", "1",
+                        "--cost", "analytic", "--json", str(js), *args], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout, json.loads(js.read_text())
+
+
+def test_bench_peers(tmp_path):
+    out, j = bench(tmp_path)
+    for system in ("korch", "onnxruntime", "openvino", "korch_unfused"):
+        assert system in j and j[system].get("median_ms", 0) > 0, (system, out)
+    assert j["onnxruntime"]["note"].startswith("onnxruntime ") and j["openvino"]["note"].startswith("openvino ")
+    faster = min(("onnxruntime", "openvino"), key=lambda p: j[p]["median_ms"])
+    assert j["faster_peer"] == faster
+    assert "the faster peer" in out and "korch speedup" in out
+    # Two rounds of three runs each: every timed run counted once per system.
+    assert "2 rounds x 3 runs" in out
+
+
+def test_bench_without_peers_and_with_a_missing_one(tmp_path):
+    out, j = bench(tmp_path, "--peers", "none", "--no-unfused")
+    assert "onnxruntime" not in j and "openvino" not in j and "faster_peer" not in j
+    # A Python without the peers: the row says why, the bench still succeeds with Korch's numbers.
+    env = dict(os.environ, KORCH_PYTHON="/bin/false")
+    out, j = bench(tmp_path, "--peers", "openvino", "--no-unfused", env=env)
+    assert "error" in j["openvino"] and "openvino did not run" in out, out
+    assert j["korch"]["median_ms"] > 0
