@@ -16,6 +16,12 @@
 //   GlobalMaxPool     x: [N,C,H,W] -> ReduceMax(x, axes=[2,3], keepdims=1)
 //   GlobalLpPool      p=1: ReduceSum(Abs(x));  p=2: Sqrt(ReduceSum(Mul(x, x)));
 //                     else Pow(ReduceSum(Pow(Abs(x), p)), 1/p)   (axes [2..], keepdims=1)
+//   MaxPool (separable_max_pool: 2-D, large window)
+//                     y = MaxPool(MaxPool(x, kernel [kh,1], strides [sh,1], dilations [dh,1],
+//                         pads [pt,0,pb,0]), kernel [1,kw], strides [1,sw], dilations [1,dw],
+//                         pads [0,pl,0,pr]), ceil_mode kept: each spatial dim's windows are those
+//                     of the 2-D pool, and padding is -inf in both passes (a window of padding
+//                     alone is -inf either way)
 //
 // Work dtype: the reference accumulates in double and rounds once, so f16/bf16 inputs are Cast to
 // f32 around the whole expression (squares of f16 values overflow at 256), and integer inputs of
@@ -146,6 +152,33 @@ void register_reduce_fission(FissionRegistry& r) {
   });
   r.add("GlobalMaxPool", [](FissionBuilder& b, const Node&, const std::vector<ValueId>& in) {
     return std::vector<ValueId>{b.reduce("ReduceMax", in[0], spatial_axes(b, in[0]))};
+  });
+  r.add("MaxPool", [](FissionBuilder& b, const Node& n, const std::vector<ValueId>& in) {
+    const auto k = n.attrs.get_ints("kernel_shape");
+    const auto st = n.attrs.get_ints("strides", {1, 1});
+    const auto dl = n.attrs.get_ints("dilations", {1, 1});
+    std::vector<int64_t> pads = n.attrs.get_ints("pads", {0, 0, 0, 0});
+    if (n.attrs.get_string("auto_pad", "NOTSET") == "VALID") pads = {0, 0, 0, 0};
+    if (k.size() != 2 || st.size() != 2 || dl.size() != 2 || pads.size() != 4)
+      fail("MaxPool: kernel_shape, strides, dilations need 2 values and pads 4 for a 2-D pool");
+    auto pass = [&](ValueId x, int axis) {
+      Attributes a;
+      std::vector<int64_t> ks(2, 1), ss(2, 1), ds(2, 1), ps(4, 0);
+      ks[axis] = k[axis];
+      ss[axis] = st[axis];
+      ds[axis] = dl[axis];
+      ps[axis] = pads[axis];
+      ps[2 + axis] = pads[2 + axis];
+      a.set("kernel_shape", ks);
+      a.set("strides", ss);
+      a.set("dilations", ds);
+      a.set("pads", ps);
+      if (n.attrs.has("ceil_mode")) a.set("ceil_mode", n.attrs.get_int("ceil_mode", 0));
+      return b.add1("MaxPool", {x}, std::move(a));
+    };
+    std::vector<ValueId> out(n.outputs.size(), kNoValue);  // an omitted Indices output stays omitted
+    out[0] = pass(pass(in[0], 0), 1);
+    return out;
   });
   r.add("GlobalLpPool", [](FissionBuilder& b, const Node& n, const std::vector<ValueId>& in) {
     const int64_t p = n.attrs.get_int("p", 2);

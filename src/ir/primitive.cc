@@ -70,8 +70,23 @@ const char* primitive_kind_name(PrimitiveKind k) {
   return "?";
 }
 
+bool separable_max_pool(const Graph& g, const Node& n) {
+  if (n.op_type != "MaxPool" || n.inputs.empty() || n.inputs[0] == kNoValue || n.outputs.empty()) return false;
+  if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) return false;  // Indices: one 2-D argmax
+  const std::string ap = n.attrs.get_string("auto_pad", "NOTSET");
+  if (ap != "NOTSET" && ap != "VALID" && !ap.empty()) return false;
+  const Shape& x = g.type(n.inputs[0]).shape;
+  const Shape& y = g.type(n.outputs[0]).shape;
+  if (x.size() != 4 || y.size() != 4) return false;
+  const std::vector<int64_t> k = n.attrs.get_ints("kernel_shape");
+  if (k.size() != 2 || k[0] < 2 || k[1] < 2) return false;
+  const int64_t oh = y[2], ow = y[3], w = x[3];
+  return 2 * (k[0] * oh * w + k[1] * oh * ow) <= k[0] * k[1] * oh * ow;
+}
+
 PrimitiveKind primitive_kind(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
+  if (separable_max_pool(g, n)) return PrimitiveKind::kOperator;
   if (elementwise_ops().count(op))
     return operands_match_output(g, n) ? PrimitiveKind::kElementwise : PrimitiveKind::kOperator;
   if (op == "Expand") return PrimitiveKind::kBroadcast;

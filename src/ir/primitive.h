@@ -13,7 +13,11 @@
 //                (MaxPool, AveragePool, LpPool) are reduce primitives with a window: their
 //                parallelism (one output per window) and access pattern (a strided window) are
 //                those of a reduction, and splitting them into window-gather + reduce would
-//                materialise k^2 copies of the input for no kernel that could use it
+//                materialise k^2 copies of the input for no kernel that could use it. A 2-D
+//                MaxPool whose window is large against its stride (separable_max_pool) is an
+//                operator: fission splits it into a column pool and a row pool (the max over a
+//                rectangle is the max over its columns of the max over its rows), kh + kw
+//                comparisons per output instead of kh * kw
 //   layout       index remapping only: Reshape, Transpose, Slice, Concat, Split, Pad, Gather with
 //                constant indices, DepthToSpace, SpaceToDepth, Tile, Identity, ...
 //   linear       MatMul, Conv and ConvTranspose without a bias, Einsum: linear in each input, go
@@ -34,6 +38,10 @@ namespace korch {
 enum class PrimitiveKind { kElementwise, kBroadcast, kReduce, kLayout, kLinear, kOpaque, kOperator };
 
 const char* primitive_kind_name(PrimitiveKind k);
+// A MaxPool over 2 spatial dims (one output, explicit or VALID padding) whose two 1-D passes do at
+// most half the comparisons of the 2-D window: kh*OH*W + kw*OH*OW <= kh*kw*OH*OW / 2 (so 5x5 and
+// larger at stride 1, not 3x3).
+bool separable_max_pool(const Graph& g, const Node& n);
 PrimitiveKind primitive_kind(const Graph& g, const Node& n);
 // Counts by kind name over all nodes.
 std::map<std::string, int> primitive_counts(const Graph& g);

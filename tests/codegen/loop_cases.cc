@@ -203,7 +203,11 @@ std::vector<LoopCase> op_cases() {
                            PoolCfg{"2d_ceil_pad_cip", {1, 2, 8, 7}, {3, 2}, {2, 2}, {1, 0, 1, 1}, {1, 1}, 1, 1},
                            PoolCfg{"2d_dil", {1, 2, 10, 10}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 0, 1},
                            PoolCfg{"2d_rows_ceil", {1, 3, 20, 21}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0},
-                           PoolCfg{"2d_rows_s1", {1, 2, 13, 17}, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 0, 1},
+                           PoolCfg{"2d_rows_s1", {1, 2, 13, 17}, {3, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 0, 1},  // not separable_max_pool
+                           // The two passes of a separable MaxPool (fission, ir/primitive.h).
+                           PoolCfg{"2d_cols_k13", {1, 3, 19, 19}, {13, 1}, {1, 1}, {6, 0, 6, 0}, {1, 1}, 0, 0},
+                           PoolCfg{"2d_rows_k13", {1, 3, 19, 19}, {1, 13}, {1, 1}, {0, 6, 0, 6}, {1, 1}, 0, 0},
+                           PoolCfg{"2d_cols_k5s2_ceil", {1, 2, 12, 9}, {5, 1}, {2, 1}, {2, 0, 1, 0}, {1, 1}, 1, 0},
                            PoolCfg{"1d", {2, 3, 11}, {4}, {3}, {1, 2}, {1}, 0, 0},
                            PoolCfg{"3d", {1, 2, 5, 6, 7}, {2, 3, 3}, {1, 2, 2}, {0, 1, 1, 1, 1, 0}, {1, 1, 1}, 0, 0}}) {
     for (const char* op : {"MaxPool", "AveragePool"}) {
@@ -226,6 +230,14 @@ std::vector<LoopCase> chain_cases() {
     Shape s{2, 3, 17};
     ValueId x = b.f32("x", s);
     cs.push_back(whole_graph_case("softmax", b.finish({softmax(b, x, s)})));
+  }
+  {
+    // A separable MaxPool's two passes in one kernel (the column pool a scratch stage of the row pool).
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 3, 15, 14});
+    ValueId c = b.node("MaxPool", {x}, attrs({{"kernel_shape", I{9, 1}}, {"pads", I{4, 0, 4, 0}}}));
+    ValueId r = b.node("MaxPool", {c}, attrs({{"kernel_shape", I{1, 9}}, {"pads", I{0, 4, 0, 4}}}));
+    cs.push_back(whole_graph_case("separable_maxpool_9x9", b.finish({r})));
   }
   {
     GraphBuilder b;

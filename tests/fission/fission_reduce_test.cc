@@ -215,5 +215,51 @@ TEST(FissionReduce, GlobalLpPool) {
   EXPECT_EQ(count_op(pg, "Sqrt"), 1);
 }
 
+TEST(FissionReduce, LargeMaxPoolWindowsSplitIntoColumnAndRowPools) {
+  using I = std::vector<int64_t>;
+  struct Case { Shape x; I k, st, pads, dil; int64_t ceil; };
+  for (const Case& c : {Case{{1, 4, 19, 19}, {13, 13}, {1, 1}, {6, 6, 6, 6}, {1, 1}, 0},  // SPP
+                        Case{{2, 3, 11, 12}, {5, 7}, {2, 1}, {2, 3, 1, 3}, {1, 1}, 1},
+                        Case{{1, 2, 16, 15}, {5, 5}, {1, 1}, {4, 0, 4, 2}, {2, 1}, 0},
+                        Case{{1, 2, 20, 21}, {9, 9}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 0}}) {
+    Attributes a;
+    a.set("kernel_shape", c.k);
+    a.set("strides", c.st);
+    a.set("pads", c.pads);
+    a.set("dilations", c.dil);
+    a.set("ceil_mode", c.ceil);
+    Graph g = single_op_graph("MaxPool", {in(c.x)}, a);
+    ASSERT_TRUE(separable_max_pool(g, g.nodes[0]));
+    // The max of the same elements: exact.
+    Graph p = expect_fission_equivalent(g, 0.0);
+    ASSERT_EQ(p.nodes.size(), 2u);
+    EXPECT_EQ(p.nodes[0].attrs.get_ints("kernel_shape"), (I{c.k[0], 1}));
+    EXPECT_EQ(p.nodes[1].attrs.get_ints("kernel_shape"), (I{1, c.k[1]}));
+  }
+  // Padding almost as wide as the window: edge windows hold one input row or column.
+  Attributes a;
+  a.set("kernel_shape", I{5, 5});
+  a.set("pads", I{4, 4, 4, 4});
+  expect_fission_equivalent(single_op_graph("MaxPool", {in({1, 1, 3, 3})}, a), 0.0);
+}
+
+TEST(FissionReduce, SmallOrIndexedMaxPoolsStayOnePrimitive) {
+  using I = std::vector<int64_t>;
+  auto pool = [](I k, I st, bool indices, const char* auto_pad = "NOTSET") {
+    Attributes a;
+    a.set("kernel_shape", k);
+    a.set("strides", st);
+    a.set("auto_pad", std::string(auto_pad));
+    return single_op_graph("MaxPool", {in({1, 3, 20, 20})}, a, 17, indices ? 2 : 1);
+  };
+  for (Graph g : {pool({3, 3}, {1, 1}, false), pool({3, 3}, {2, 2}, false), pool({5, 5}, {2, 2}, false),
+                  pool({13, 13}, {1, 1}, true), pool({5, 5}, {1, 1}, false, "SAME_UPPER"), pool({7, 1}, {1, 1}, false)}) {
+    EXPECT_FALSE(separable_max_pool(g, g.nodes[0]));
+    EXPECT_EQ(primitive_kind(g, g.nodes[0]), PrimitiveKind::kReduce);
+    Graph p = fission(g);
+    EXPECT_EQ(count_op(p, "MaxPool"), 1);
+  }
+}
+
 }  // namespace
 }  // namespace korch
