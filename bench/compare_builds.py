@@ -83,8 +83,8 @@ def main():
              f"--models {','.join(models)} --runs {a.runs} --rounds {a.rounds} --threads {a.threads}"
              f"{' --cache ' + a.cache if a.cache else ''}`  ",
              f"Timing: each build's `korch bench --artifact` of its own artifact, {a.rounds} alternating rounds x "
-             f"{a.runs} runs; median of the round medians, ms. One tuning database (cold at the start) shared "
-             "by both builds.", "",
+             f"{a.runs} runs; median of the round medians, ms. One tuning database "
+             f"({'as found in ' + a.cache if a.cache else 'cold at the start'}) shared by both builds.", "",
              "| model | kernels | same plan | before ms | after ms | after / before | compile |", "|---|---|---|---|---|---|---|"]
     for name, k, same, b, f, note in rows:
         lines.append(f"| {name} | {k} | {'yes' if same else 'NO'} | {b:.3f} | {f:.3f} | {f / b:.3f} | {note} |")
