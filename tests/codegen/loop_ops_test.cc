@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "codegen/cpu/cpu_loop_emitter.h"
+#include "codegen/kernel_signature.h"
+#include "codegen/loop_kernel.h"
 #include "loop_cases.h"
 
 namespace korch::testing {
@@ -32,6 +35,39 @@ TEST(LoopKernel, UnsupportedOpGivesAReason) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_FALSE(r[0].built);
   EXPECT_NE(r[0].reason.find("LpPool (node '"), std::string::npos) << r[0].reason;
+}
+
+// The CPU printer's schedule for pools: a short window read contiguously keeps the output row
+// innermost (vector lanes over outputs) when the row steps through the input by 1 or 2; a
+// reduction over a short last axis (row step = its length) keeps the window innermost.
+TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
+  auto code = [](Graph g) {
+    LoopCase c = whole_graph_case("c", std::move(g));
+    std::vector<ValueId> args = kernel_arg_inputs(*c.g, c.c);
+    LoopKernelBuild kb = build_loop_kernel(*c.g, c.c.nodes, args, c.c.outputs);
+    EXPECT_TRUE(kb.kernel) << kb.reason;
+    if (!kb.kernel) return std::string();
+    CodeWriter w;
+    cpu::emit_cpu_loop_kernel(*kb.kernel, "k", {0}, {1}, 2, w);
+    return w.str();
+  };
+  for (int64_t stride : {1, 2}) {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 4, 33, 33});
+    ValueId y = b.node("MaxPool", {x}, attrs({{"kernel_shape", I{3, 3}}, {"strides", I{stride, stride}}}));
+    EXPECT_NE(code(b.finish({y})).find("accv["), std::string::npos) << "stride " << stride;
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 4, 33, 33});
+    ValueId y = b.node("MaxPool", {x}, attrs({{"kernel_shape", I{3, 3}}, {"strides", I{3, 3}}}));
+    EXPECT_EQ(code(b.finish({y})).find("accv["), std::string::npos);
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {64, 10});
+    EXPECT_EQ(code(b.finish({b.reduce("ReduceMax", x, {1})})).find("accv["), std::string::npos);
+  }
 }
 
 }  // namespace
