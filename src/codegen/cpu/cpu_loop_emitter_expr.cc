@@ -37,6 +37,7 @@ std::string StagePrinter::index_ref(int id) const {
 }
 
 std::string StagePrinter::index_def(int id) const {
+  if (auto it = index_alias_.find(id); it != index_alias_.end()) return index_ref(it->second);
   const IndexNode& n = st_.index[static_cast<size_t>(id)];
   switch (n.op) {
     case IndexOp::kConst: return fmt::format("{}LL", n.value);
@@ -86,6 +87,7 @@ std::string StagePrinter::expr_def(int e) const {
     case ExprOp::kAcc: return "acc";
     case ExprOp::kIndexValue: return fmt::format("({}){}", T, index_ref(n.index));
     case ExprOp::kInRange: {
+      if (!always_true_.empty() && always_true_[static_cast<size_t>(e)]) return "true";
       const std::string x = index_ref(n.index);
       return fmt::format("({0} >= {1}LL && {0} < {2}LL)", x, n.ivalue, n.ivalue2);
     }

@@ -121,6 +121,22 @@ class StagePrinter {
   std::string identity(DType t) const;
   // The kept-inner schedule (choose_kept_inner).
   void kept_inner_body(int L, int K);
+  // One accumulation loop of the kept-inner schedule over outputs [from, to) of the row.
+  void kept_inner_accumulate(int L, int K, int64_t from, int64_t to);
+
+  // Interior of the kept-inner row: padded or clamped windows (a pool's pads, ceil_mode) clamp
+  // their indices and mask their loads near the row's ends only. interior_of_row() finds the
+  // widest run of outputs [p, q) around the middle of the row where every clamp (min/max) that
+  // depends on the row loop resolves to the same operand and every range test holds, for every
+  // value of the other loops; inside it the clamps print as their operand and the tests as
+  // true, so the row loop reads plain affine (stride 1 or 2) addresses the compiler vectorises,
+  // where a clamped address is a gather. {0, 0} when the middle of the row does not resolve.
+  std::pair<int64_t, int64_t> interior_of_row(int K);
+  // Value range of index node `id` when the row loop (K - 1) is `j` and every other loop spans
+  // its extent.
+  std::pair<int64_t, int64_t> range_at(int id, int K, int64_t j) const;
+  // How each clamp and range test resolves at row position j (-1: it does not resolve there).
+  std::vector<int> resolutions_at(int K, int64_t j) const;
 
   void store(const loop::Store& s);
 
@@ -138,6 +154,9 @@ class StagePrinter {
   CodeWriter& w_;
   bool kept_inner_ = false;
   std::map<int, int> alias_;  // select -> the branch it takes (inside an unswitched loop)
+  std::map<int, int> index_alias_;  // clamp -> the operand it resolves to (interior of a row)
+  std::vector<char> always_true_;   // range tests that hold (interior of a row)
+  std::vector<int> row_clamps_, row_tests_;  // clamps / range tests that depend on the row loop
   std::vector<char> needed_e_, needed_i_, needed_value_, needed_result_, eacc_;
   std::vector<uint64_t> imask_, emask_;
   std::vector<int> depth_;  // loop -> nesting depth in the emitted code

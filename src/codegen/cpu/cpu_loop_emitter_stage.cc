@@ -335,8 +335,36 @@ void StagePrinter::kept_inner_body(int L, int K) {
     w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
     emit_level(l - 1, false, &needed_value_);
   }
+  const auto [p, q] = interior_of_row(K);
+  if (q > p) {
+    // Ends of the row as they are, the interior with its clamps resolved.
+    if (p > 0) kept_inner_accumulate(L, K, 0, p);
+    const std::vector<int> res = resolutions_at(K, (p + q) / 2);
+    always_true_.assign(st_.exprs.size(), 0);
+    for (size_t c = 0; c < row_clamps_.size(); ++c) index_alias_[row_clamps_[c]] = res[c];
+    for (size_t t = 0; t < row_tests_.size(); ++t) always_true_[static_cast<size_t>(row_tests_[t])] = 1;
+    kept_inner_accumulate(L, K, p, q);
+    index_alias_.clear();
+    always_true_.clear();
+    if (q < row) kept_inner_accumulate(L, K, q, row);
+  } else {
+    kept_inner_accumulate(L, K, 0, row);
+  }
+  for (int l = K; l < L; ++l) w_.close();
   w_.line("#pragma omp simd");
   w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", j, row));
+  w_.line(fmt::format("const {} acc = accv[{}];", ctype(t), j));
+  emit_level(L - 1, false, &needed_result_, true);
+  emit_level(0, true);
+  for (const loop::Store& s : st_.stores) store(s);
+  w_.close();
+}
+
+void StagePrinter::kept_inner_accumulate(int L, int K, int64_t from, int64_t to) {
+  const loop::Reduction& r = st_.reduction;
+  const std::string j = var(K - 1);
+  w_.line("#pragma omp simd");
+  w_.open(fmt::format("for (int64_t {0} = {1}; {0} < {2}; ++{0})", j, from, to));
   emit_level(L - 1, false, &needed_value_);
   const std::string v = operand(r.value), a = fmt::format("accv[{}]", j);
   switch (r.combiner) {
@@ -346,14 +374,78 @@ void StagePrinter::kept_inner_body(int L, int K) {
     default: w_.line(fmt::format("{0} = {1} < {0} ? {1} : {0};", a, v)); break;
   }
   w_.close();
-  for (int l = K; l < L; ++l) w_.close();
-  w_.line("#pragma omp simd");
-  w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", j, row));
-  w_.line(fmt::format("const {} acc = accv[{}];", ctype(t), j));
-  emit_level(L - 1, false, &needed_result_, true);
-  emit_level(0, true);
-  for (const loop::Store& s : st_.stores) store(s);
-  w_.close();
+}
+
+std::pair<int64_t, int64_t> StagePrinter::range_at(int id, int K, int64_t j) const {
+  const IndexNode& n = st_.index[static_cast<size_t>(id)];
+  switch (n.op) {
+    case IndexOp::kConst: return {n.value, n.value};
+    case IndexOp::kVar:
+      if (n.value == K - 1) return {j, j};
+      return {0, st_.loops[static_cast<size_t>(n.value)].extent - 1};
+    case IndexOp::kSum: {
+      int64_t lo = n.value, hi = n.value;
+      for (const auto& [t, c] : n.terms) {
+        const auto [a, b] = range_at(t, K, j);
+        lo += c > 0 ? c * a : c * b;
+        hi += c > 0 ? c * b : c * a;
+      }
+      return {lo, hi};
+    }
+    case IndexOp::kMin: {
+      const auto a = range_at(n.a, K, j), b = range_at(n.b, K, j);
+      return {std::min(a.first, b.first), std::min(a.second, b.second)};
+    }
+    case IndexOp::kMax: {
+      const auto a = range_at(n.a, K, j), b = range_at(n.b, K, j);
+      return {std::max(a.first, b.first), std::max(a.second, b.second)};
+    }
+    default: return {n.lo, n.hi};  // div, mod, tables: their range over the whole domain
+  }
+}
+
+std::vector<int> StagePrinter::resolutions_at(int K, int64_t j) const {
+  std::vector<int> out;
+  for (int c : row_clamps_) {
+    const IndexNode& n = st_.index[static_cast<size_t>(c)];
+    const auto a = range_at(n.a, K, j), b = range_at(n.b, K, j);
+    const bool min = n.op == IndexOp::kMin;
+    // min(a, b) is a when a <= b everywhere; max(a, b) is a when a >= b everywhere.
+    if (min ? a.second <= b.first : a.first >= b.second) out.push_back(n.a);
+    else if (min ? b.second <= a.first : b.first >= a.second) out.push_back(n.b);
+    else out.push_back(-1);
+  }
+  for (int t : row_tests_) {
+    const ExprNode& e = st_.exprs[static_cast<size_t>(t)];
+    const auto x = range_at(e.index, K, j);
+    out.push_back(x.first >= e.ivalue && x.second < e.ivalue2 ? 1 : -1);
+  }
+  return out;
+}
+
+std::pair<int64_t, int64_t> StagePrinter::interior_of_row(int K) {
+  const uint64_t bit = uint64_t{1} << (K - 1);
+  row_clamps_.clear();
+  row_tests_.clear();
+  for (size_t i = 0; i < st_.index.size(); ++i) {
+    const IndexNode& n = st_.index[i];
+    if (needed_i_[i] && (n.op == IndexOp::kMin || n.op == IndexOp::kMax) && (imask_[i] & bit))
+      row_clamps_.push_back(static_cast<int>(i));
+  }
+  for (size_t e = 0; e < st_.exprs.size(); ++e) {
+    const ExprNode& n = st_.exprs[e];
+    if (needed_value_[e] && n.op == ExprOp::kInRange && (emask_[e] & bit)) row_tests_.push_back(static_cast<int>(e));
+  }
+  if (row_clamps_.empty() && row_tests_.empty()) return {0, 0};
+  const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
+  const int64_t mid = row / 2;
+  const std::vector<int> want = resolutions_at(K, mid);
+  for (int r : want)
+    if (r < 0) return {0, 0};
+  int64_t p = mid, q = mid + 1;
+  while (p > 0 && resolutions_at(K, p - 1) == want) --p;
+  while (q < row && resolutions_at(K, q) == want) ++q;
+  return {p, q};  // the whole row when the clamps never bite along it
 }
 
 void StagePrinter::reduce_loops(int l, int L, bool arg) {
