@@ -208,6 +208,8 @@ std::vector<LoopCase> op_cases() {
                            PoolCfg{"2d_cols_k13", {1, 3, 19, 19}, {13, 1}, {1, 1}, {6, 0, 6, 0}, {1, 1}, 0, 0},
                            PoolCfg{"2d_rows_k13", {1, 3, 19, 19}, {1, 13}, {1, 1}, {0, 6, 0, 6}, {1, 1}, 0, 0},
                            PoolCfg{"2d_cols_k5s2_ceil", {1, 2, 12, 9}, {5, 1}, {2, 1}, {2, 0, 1, 0}, {1, 1}, 1, 0},
+                           // Row-inner with a peeled interior: asymmetric pads, dilation, ceil_mode.
+                           PoolCfg{"2d_rows_dil_asym_ceil", {1, 2, 14, 23}, {3, 3}, {2, 2}, {0, 2, 1, 0}, {2, 2}, 1, 0},
                            PoolCfg{"1d", {2, 3, 11}, {4}, {3}, {1, 2}, {1}, 0, 0},
                            PoolCfg{"3d", {1, 2, 5, 6, 7}, {2, 3, 3}, {1, 2, 2}, {0, 1, 1, 1, 1, 0}, {1, 1, 1}, 0, 0}}) {
     for (const char* op : {"MaxPool", "AveragePool"}) {

@@ -70,5 +70,26 @@ TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
   }
 }
 
+// A padded pool's row: its ends keep the clamps, its interior reads plain addresses.
+TEST(LoopKernel, PaddedWindowRowsPeelTheirInterior) {
+  GraphBuilder b;
+  ValueId x = b.f32("x", {1, 4, 33, 33});
+  ValueId y = b.node("MaxPool", {x}, attrs({{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}));
+  LoopCase c = whole_graph_case("c", b.finish({y}));
+  std::vector<ValueId> args = kernel_arg_inputs(*c.g, c.c);
+  LoopKernelBuild kb = build_loop_kernel(*c.g, c.c.nodes, args, c.c.outputs);
+  ASSERT_TRUE(kb.kernel) << kb.reason;
+  CodeWriter w;
+  cpu::emit_cpu_loop_kernel(*kb.kernel, "k", {0}, {1}, 2, w);
+  const std::string code = w.str();
+  // 17 outputs per row: output 0 reads the left pad, output 16 the right one.
+  const size_t interior = code.find("= 1; i2 < 16; ++i2)");
+  ASSERT_NE(interior, std::string::npos) << code;
+  const size_t end = code.find("= 16; i2 < 17; ++i2)");
+  ASSERT_NE(end, std::string::npos) << code;
+  EXPECT_EQ(code.substr(interior, end - interior).find("korch_im"), std::string::npos) << code;
+  EXPECT_NE(code.find("= 0; i2 < 1; ++i2)"), std::string::npos) << code;
+}
+
 }  // namespace
 }  // namespace korch::testing
