@@ -6,7 +6,7 @@
 #      generated, checked against the reference and timed; results kept in the tuning database),
 #      explain the plan;
 #   3. run the artifact in a fresh process and check it against the reference interpreter;
-#   4. time it next to onnxruntime and Korch's unfused plan (`korch bench`);
+#   4. time it next to onnxruntime, OpenVINO and Korch's unfused plan (`korch bench`);
 #   5. compile it for CUDA (analytic H200 costs, NVRTC PTX for sm_90, every kernel checked on the
 #      host emulator) and run the CUDA artifact on the emulator against the reference (no GPU here).
 set -euo pipefail
