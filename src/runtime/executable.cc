@@ -261,7 +261,6 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
     s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
     if (step_timing_) {
       const double t = dev.synchronized_seconds();
-      s.seconds += t - t_prev;
       s.samples.push_back(t - t_prev);
       t_prev = t;
     }
@@ -283,16 +282,13 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
 std::vector<Executable::StepTime> Executable::step_times() const {
   std::vector<StepTime> out;
   for (size_t i = 0; i < steps_.size(); ++i)
-    out.push_back({static_cast<int>(i), steps_[i].note, steps_[i].seconds, steps_[i].samples});
+    out.push_back({static_cast<int>(i), steps_[i].note, steps_[i].samples});
   return out;
 }
 
 void Executable::set_step_timing(bool on) {
   step_timing_ = on;
-  for (Step& s : steps_) {
-    s.seconds = 0;
-    s.samples.clear();
-  }
+  for (Step& s : steps_) s.samples.clear();
 }
 
 }  // namespace korch::runtime

@@ -57,8 +57,7 @@ class Executable {
   struct StepTime {
     int step = 0;
     std::string note;
-    double seconds = 0;           // summed over the runs
-    std::vector<double> samples;  // one per run
+    std::vector<double> samples;  // seconds, one per run
   };
   void set_step_timing(bool on);
   std::vector<StepTime> step_times() const;
@@ -85,8 +84,7 @@ class Executable {
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
     std::string note;
-    double seconds = 0;
-    std::vector<double> samples;
+    std::vector<double> samples;  // step timing: seconds per run
   };
   void parse_program(const nlohmann::json& j, const std::string& path);
   void place_weights(const std::string& path, int64_t bytes);
