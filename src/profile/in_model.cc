@@ -115,34 +115,19 @@ KernelCost InModelCosts::cost(const Graph& g, const KernelCandidate& c) {
   return {it->second, fmt::format("in-model {:.1f} us (alone {:.1f} us)", it->second * 1e6, k.seconds * 1e6)};
 }
 
+std::string InModelCosts::whole_signature(const std::string& what) const { return content_hash(model_key_ + "|" + what); }
+
 std::optional<TuningRecord> InModelCosts::whole(const std::string& what) const {
   if (redo_) return std::nullopt;
-  auto r = db_->get(make_tuning_key(content_hash(model_key_ + "|" + what), device_, generator_));
+  auto r = db_->get(make_tuning_key(whole_signature(what), device_, generator_));
   if (!r || r->status != TuningStatus::kOk) return std::nullopt;
   return r;
 }
 
-void InModelCosts::record_whole(const std::string& what, double seconds, const std::string& note) {
+void InModelCosts::put(const std::string& signature, double seconds, const std::string& note) {
   TuningRecord r;
-  r.signature = content_hash(model_key_ + "|" + what);
-  r.key = make_tuning_key(r.signature, device_, generator_);
-  r.device = device_;
-  r.generator = generator_;
-  r.status = TuningStatus::kOk;
-  r.seconds = seconds;
-  r.reps = 1;
-  r.note = note.empty() ? "whole " + what + " plan in the model" : note;
-  r.created = static_cast<int64_t>(std::time(nullptr));
-  db_->put(r);
-}
-
-void InModelCosts::record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note) {
-  const std::string inst = instance(c);
-  by_instance_[inst] = seconds;
-  note_ratio(g, c);
-  TuningRecord r;
-  r.key = make_tuning_key(inst, device_, generator_);
-  r.signature = inst;
+  r.signature = signature;
+  r.key = make_tuning_key(signature, device_, generator_);
   r.device = device_;
   r.generator = generator_;
   r.status = TuningStatus::kOk;
@@ -151,6 +136,17 @@ void InModelCosts::record(const Graph& g, const KernelCandidate& c, double secon
   r.note = note;
   r.created = static_cast<int64_t>(std::time(nullptr));
   db_->put(r);
+}
+
+void InModelCosts::record_whole(const std::string& what, double seconds, const std::string& note) {
+  put(whole_signature(what), seconds, note.empty() ? "whole " + what + " plan in the model" : note);
+}
+
+void InModelCosts::record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note) {
+  const std::string inst = instance(c);
+  by_instance_[inst] = seconds;
+  note_ratio(g, c);
+  put(inst, seconds, note);
 }
 
 }  // namespace korch

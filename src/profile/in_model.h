@@ -72,6 +72,9 @@ class InModelCosts : public CostProvider {
 
  private:
   void note_ratio(const Graph& g, const KernelCandidate& c);
+  std::string whole_signature(const std::string& what) const;  // a whole plan's record of this model
+  // Stores one record under (signature, device_, generator_), committed at once.
+  void put(const std::string& signature, double seconds, const std::string& note);
   CostProvider& inner_;
   std::unique_ptr<TuningDb> db_;
   std::string device_;
