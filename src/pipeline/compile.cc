@@ -179,6 +179,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   };
   std::vector<Round> rounds;
   std::vector<std::vector<std::vector<NodeId>>> seen;
+  const auto step_note = [&](size_t i, size_t n) { return fmt::format("{}: step {} of {}", o.model_name, i, n); };
   const auto t_loop = Clock::now();
   r.loop.ran = true;
   r.loop.loaded = in_model.loaded();
@@ -199,7 +200,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
       }
       // Every kernel of the plan keeps its in-model time (not only those that depart), so the
       // plan's predicted latency is the sum of what its kernels took in the run.
-      in_model.record(p, candidate_of(r, i), m, fmt::format("{}: step {} of {}", o.model_name, i, n));
+      in_model.record(p, candidate_of(r, i), m, step_note(i, n));
     }
     r.loop.rounds.push_back({predicted, run.end_to_end, departures});
     say(fmt::format("closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%); "
@@ -271,7 +272,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
     const double alone = isolated.cost(p, candidate_of(r, i)).seconds;
     k.seconds = kept.step_seconds[i];
     k.cost_note = fmt::format("in-model {:.1f} us (alone {:.1f} us)", k.seconds * 1e6, alone * 1e6);
-    in_model.record(p, candidate_of(r, i), k.seconds, fmt::format("{}: step {} of {}", o.model_name, i, n));
+    in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
   }
   r.loop.kept = static_cast<int>(best) + 1;
   std::string instances;
@@ -289,17 +290,17 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   u.progress = nullptr;
   CompileResult ur;
   ur.primitives = p;
-  ur.orchestration = orchestrate(p, isolated, u);
-  ur.kernels = emit_plan(p, backend, ur.orchestration);
-  ur.meta = r.meta;
-  ur.cost_model = r.cost_model;
-  const std::string udir = (std::filesystem::temp_directory_path() /
-                            fmt::format("korch-unfused-{}-{}", getpid(), content_hash(dir))).string();
-  CompileOptions uo = o;
-  uo.unfused = true;
+  ur.orchestration = orchestrate(p, isolated, u);  // its isolated costs are reported either way
   std::optional<double> unfused;
   if (auto stored = in_model.whole("unfused")) unfused = stored->seconds;
   if (!unfused) {
+    ur.kernels = emit_plan(p, backend, ur.orchestration);
+    ur.meta = r.meta;
+    ur.cost_model = r.cost_model;
+    const std::string udir = (std::filesystem::temp_directory_path() /
+                              fmt::format("korch-unfused-{}-{}", getpid(), content_hash(dir))).string();
+    CompileOptions uo = o;
+    uo.unfused = true;
     write_artifact_files(udir, p, backend, ur, uo);
     unfused = run_in_model(udir, o.loop_runs, o.cpu_threads).end_to_end;
     std::error_code ec;

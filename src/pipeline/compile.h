@@ -9,16 +9,16 @@
 //     5. emit                     each planned kernel (Backend::emit)
 //     6. write the artifact       program + weights (runtime/artifact.h), the backend's kernel
 //                                 module, plan.json + primitives.txt
-//     8. close the loop           measured costs: run the plan in the model (profile/in_model.h),
-//                                 its kernels' in-model times replace their isolated costs; while
-//                                 some kernel departed by more than 10%, solve again (3-6, 8) until
-//                                 the plan repeats (a few rounds at most); keep the fastest plan the
-//                                 loop ran; measure the unfused baseline in the model too
 //     7. verify                   when the costs were not measured (so no kernel of the plan has
 //                                 passed the correctness gate yet): each kernel of the written
 //                                 artifact runs on the backend's check device on reference values;
 //                                 a kernel that fails is excluded, so is every candidate overlapping
 //                                 it that fails the gate on its own, and the plan is solved again
+//     8. close the loop           measured costs: run the plan in the model (profile/in_model.h),
+//                                 its kernels' in-model times replace their isolated costs; while
+//                                 some kernel departed by more than 10%, solve again (3-6, 8) until
+//                                 the plan repeats (a few rounds at most); keep the fastest plan the
+//                                 loop ran; measure the unfused baseline in the model too
 // `unfused` compiles the baseline instead: one kernel per primitive, no search; `korch bench` runs
 // it next to the optimised plan so the orchestration's own gain is visible.
 #pragma once
