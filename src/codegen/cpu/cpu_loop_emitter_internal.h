@@ -117,6 +117,8 @@ class StagePrinter {
   // A reduction with the reduce loops innermost: a scalar accumulator per output.
   void reduction_body(int L, int K);
   void reduce_loops(int l, int L, bool arg);
+  // The statement folding `v` into accumulator `acc` (sum, product, max, min).
+  std::string combine(const std::string& acc, const std::string& v) const;
   // The combiner's identity in `t`.
   std::string identity(DType t) const;
   // The kept-inner schedule (choose_kept_inner).
@@ -130,8 +132,12 @@ class StagePrinter {
   // depends on the row loop resolves to the same operand and every range test holds, for every
   // value of the other loops; inside it the clamps print as their operand and the tests as
   // true, so the row loop reads plain affine (stride 1 or 2) addresses the compiler vectorises,
-  // where a clamped address is a gather. {0, 0} when the middle of the row does not resolve.
-  std::pair<int64_t, int64_t> interior_of_row(int K);
+  // where a clamped address is a gather. Empty when the middle of the row does not resolve.
+  struct RowInterior {
+    int64_t from = 0, to = 0;
+    std::vector<int> resolutions;  // resolutions_at() anywhere in [from, to)
+  };
+  RowInterior interior_of_row(int K);
   // Value range of index node `id` when the row loop (K - 1) is `j` and every other loop spans
   // its extent.
   std::pair<int64_t, int64_t> range_at(int id, int K, int64_t j) const;

@@ -335,11 +335,12 @@ void StagePrinter::kept_inner_body(int L, int K) {
     w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
     emit_level(l - 1, false, &needed_value_);
   }
-  const auto [p, q] = interior_of_row(K);
+  const RowInterior in = interior_of_row(K);
+  const int64_t p = in.from, q = in.to;
   if (q > p) {
     // Ends of the row as they are, the interior with its clamps resolved.
     if (p > 0) kept_inner_accumulate(L, K, 0, p);
-    const std::vector<int> res = resolutions_at(K, (p + q) / 2);
+    const std::vector<int>& res = in.resolutions;
     always_true_.assign(st_.exprs.size(), 0);
     for (size_t c = 0; c < row_clamps_.size(); ++c) index_alias_[row_clamps_[c]] = res[c];
     for (size_t t = 0; t < row_tests_.size(); ++t) always_true_[static_cast<size_t>(row_tests_[t])] = 1;
@@ -366,14 +367,17 @@ void StagePrinter::kept_inner_accumulate(int L, int K, int64_t from, int64_t to)
   w_.line("#pragma omp simd");
   w_.open(fmt::format("for (int64_t {0} = {1}; {0} < {2}; ++{0})", j, from, to));
   emit_level(L - 1, false, &needed_value_);
-  const std::string v = operand(r.value), a = fmt::format("accv[{}]", j);
-  switch (r.combiner) {
-    case loop::Combiner::kSum: w_.line(fmt::format("{} += {};", a, v)); break;
-    case loop::Combiner::kProd: w_.line(fmt::format("{} *= {};", a, v)); break;
-    case loop::Combiner::kMax: w_.line(fmt::format("{0} = {1} > {0} ? {1} : {0};", a, v)); break;
-    default: w_.line(fmt::format("{0} = {1} < {0} ? {1} : {0};", a, v)); break;
-  }
+  w_.line(combine(fmt::format("accv[{}]", j), operand(r.value)));
   w_.close();
+}
+
+std::string StagePrinter::combine(const std::string& acc, const std::string& v) const {
+  switch (st_.reduction.combiner) {
+    case loop::Combiner::kSum: return fmt::format("{} += {};", acc, v);
+    case loop::Combiner::kProd: return fmt::format("{} *= {};", acc, v);
+    case loop::Combiner::kMax: return fmt::format("{0} = {1} > {0} ? {1} : {0};", acc, v);
+    default: return fmt::format("{0} = {1} < {0} ? {1} : {0};", acc, v);  // kMin
+  }
 }
 
 std::pair<int64_t, int64_t> StagePrinter::range_at(int id, int K, int64_t j) const {
@@ -423,7 +427,7 @@ std::vector<int> StagePrinter::resolutions_at(int K, int64_t j) const {
   return out;
 }
 
-std::pair<int64_t, int64_t> StagePrinter::interior_of_row(int K) {
+StagePrinter::RowInterior StagePrinter::interior_of_row(int K) {
   const uint64_t bit = uint64_t{1} << (K - 1);
   row_clamps_.clear();
   row_tests_.clear();
@@ -436,16 +440,16 @@ std::pair<int64_t, int64_t> StagePrinter::interior_of_row(int K) {
     const ExprNode& n = st_.exprs[e];
     if (needed_value_[e] && n.op == ExprOp::kInRange && (emask_[e] & bit)) row_tests_.push_back(static_cast<int>(e));
   }
-  if (row_clamps_.empty() && row_tests_.empty()) return {0, 0};
+  if (row_clamps_.empty() && row_tests_.empty()) return {};
   const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
   const int64_t mid = row / 2;
   const std::vector<int> want = resolutions_at(K, mid);
   for (int r : want)
-    if (r < 0) return {0, 0};
+    if (r < 0) return {};
   int64_t p = mid, q = mid + 1;
   while (p > 0 && resolutions_at(K, p - 1) == want) --p;
   while (q < row && resolutions_at(K, q) == want) ++q;
-  return {p, q};  // the whole row when the clamps never bite along it
+  return {p, q, want};  // the whole row when the clamps never bite along it
 }
 
 void StagePrinter::reduce_loops(int l, int L, bool arg) {
@@ -453,10 +457,10 @@ void StagePrinter::reduce_loops(int l, int L, bool arg) {
   if (l >= L) {
     const std::string v = operand(r.value);
     switch (r.combiner) {
-      case loop::Combiner::kSum: w_.line(fmt::format("acc += {};", v)); break;
-      case loop::Combiner::kProd: w_.line(fmt::format("acc *= {};", v)); break;
-      case loop::Combiner::kMax: w_.line(fmt::format("acc = {0} > acc ? {0} : acc;", v)); break;
-      case loop::Combiner::kMin: w_.line(fmt::format("acc = {0} < acc ? {0} : acc;", v)); break;
+      case loop::Combiner::kSum:
+      case loop::Combiner::kProd:
+      case loop::Combiner::kMax:
+      case loop::Combiner::kMin: w_.line(combine("acc", v)); break;
       case loop::Combiner::kArgMax:
       case loop::Combiner::kArgMin: {
         const char* cmp = r.combiner == loop::Combiner::kArgMax ? (r.select_last ? ">=" : ">")
