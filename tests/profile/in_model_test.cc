@@ -8,6 +8,8 @@
 
 #include <filesystem>
 
+#include "temp_dir.h"
+
 namespace korch {
 namespace {
 
@@ -32,14 +34,9 @@ KernelCandidate cand(std::vector<NodeId> nodes, std::vector<ValueId> outputs, in
 
 class InModelTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "korch-in-model-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string db() const { return (dir_ / "tuning.db").string(); }
-  fs::path dir_;
+  testing::TempDir tmp_{"korch-in-model"};
+  const fs::path& dir_ = tmp_.path();
   Graph g_;
   FixedCost fixed_;
 };

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "support/error.h"
+#include "temp_dir.h"
 
 namespace korch {
 namespace {
@@ -23,14 +24,9 @@ namespace fs = std::filesystem;
 // A fresh folder per test, removed afterwards.
 class TuningDbTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "korch-tuning-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string db_path() const { return (dir_ / "sub" / "dir" / "tuning.db").string(); }
-  fs::path dir_;
+  testing::TempDir tmp_{"korch-tuning"};
+  const fs::path& dir_ = tmp_.path();
 };
 
 TuningRecord make_record(const std::string& sig, double seconds) {
