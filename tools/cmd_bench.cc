@@ -229,7 +229,7 @@ Command add_bench(CLI::App& app) {
       double total = 0, total_pred = 0;
       std::vector<double> med(steps.size());
       for (size_t i = 0; i < steps.size(); ++i) {
-        med[i] = Timing{steps[i].samples}.median() ;
+        med[i] = Timing{steps[i].samples}.median();
         total += med[i];
         total_pred += i < predicted.size() ? predicted[i] : 0;
         per_kernel.push_back({{"step", steps[i].step}, {"note", steps[i].note}, {"median_ms", med[i] * 1e3},

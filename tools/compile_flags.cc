@@ -110,9 +110,9 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
                "{} skipped by the lower bound\n",
                m.signatures, m.db_hits, m.measured, m.failed, m.unemittable, m.pruned);
     if (m.noisy)
-      fmt::print("  {} measurements stayed noisy (spread above 15% after 2 re-takes; a busy machine?): kept with their "
-                 "spread; --redo measures again\n",
-                 m.noisy);
+      fmt::print("  {} measurements stayed noisy (spread above {:.0f}% after {} re-takes; a busy machine?): kept with "
+                 "their spread; --redo measures again\n",
+                 m.noisy, options.measured.measure.max_spread * 100, options.measured.measure.max_remeasures);
     for (const std::string& f : m.failures) fmt::print("  gate failure: {}\n", f);
     for (size_t i = 0; i < m.pruned_examples.size() && i < 3; ++i) fmt::print("  e.g. {}\n", m.pruned_examples[i]);
   } else if (r.target != "cpu") {
