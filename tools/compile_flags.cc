@@ -26,7 +26,8 @@ void OrchestrateFlags::add_to(CLI::App& app) {
   app.add_option("--solver", solver, "BLP solver")->check(CLI::IsMember({"auto", "cbc", "glpk"}));
   app.add_option("--state-limit", state_limit, "Most execution states for the no-recompute search (0 = skip)");
   app.add_option("--dump-blp", dump_blp,
-                 "Also write the binary linear program as solved (costs scaled so the dearest kernel is 1000) as LP text");
+                 "Also write the binary linear program (costs scaled so the dearest kernel is 1000) as LP text; "
+                 "regions of 1000 candidates or more also alone, as FILE.region<N>.lp");
   app.add_flag("--verbose-solver", verbose_solver, "Show the solver's log");
 }
 
@@ -101,9 +102,11 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
   const bool measured = options.cost == CostSource::kMeasured;
   fmt::print("compiled {} for {} ({}){}: {} kernels for {} primitives\n", model, r.target, r.cost_model,
              options.unfused ? ", unfused baseline" : "", o.plan.kernels.size(), p.nodes.size());
-  fmt::print("  states {}{}, candidates {} ({} cannot be emitted or were skipped), variables {}, rows {}\n",
+  fmt::print("  states {}{}, candidates {} ({} cannot be emitted or were skipped), {} independent region{}, "
+             "variables {}, rows {}\n",
              o.selection.dp.states, o.selection.dp.completed ? "" : "+ (limit)", o.candidates.candidates.size(),
-             o.infeasible, o.selection.variables, o.selection.rows);
+             o.infeasible, o.selection.regions, o.selection.regions == 1 ? "" : "s", o.selection.variables,
+             o.selection.rows);
   if (measured) {
     const MeasuredCostStats& m = r.measured;
     fmt::print("  tuning: {} distinct kernels, {} from the database, {} measured, {} failed the gate, {} unemittable, "

@@ -142,6 +142,7 @@ SolveResult solve_blp(const Blp& blp, const SolveOptions& options) {
     AttemptOptions ao;
     ao.time_limit_s = std::max(options.time_limit_s - elapsed(), std::min(1.0, options.time_limit_s));
     ao.rel_gap = options.rel_gap;
+    ao.abs_gap = options.abs_gap;
     ao.warm_start = warm;
     ao.verbose = options.verbose;
     ao.force_dual = step.force_dual;
@@ -168,7 +169,8 @@ SolveResult solve_blp(const Blp& blp, const SolveOptions& options) {
     if (!result.x.empty()) {
       result.objective = blp.evaluate(result.x);
       result.bound = a.has_bound ? a.bound : -std::numeric_limits<double>::infinity();
-      if (a.status == SolveStatus::kOptimal && (!a.has_bound || options.rel_gap == 0)) result.bound = result.objective;
+      if (a.status == SolveStatus::kOptimal && (!a.has_bound || (options.rel_gap == 0 && options.abs_gap == 0)))
+        result.bound = result.objective;
       set_gap(result);
     } else if (a.has_bound) {
       result.bound = a.bound;

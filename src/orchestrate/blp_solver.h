@@ -26,6 +26,7 @@ enum class SolverChoice { kAuto, kCbc, kGlpk };
 struct SolveOptions {
   double time_limit_s = 30;
   double rel_gap = 0;                 // stop when (objective - bound) / |objective| <= rel_gap
+  double abs_gap = 0;                 // or when objective - bound <= abs_gap (CBC only; GLPK ignores it)
   std::vector<double> warm_start;     // a feasible 0/1 assignment, or empty
   SolverChoice solver = SolverChoice::kAuto;
   bool verbose = false;               // solver log to stderr

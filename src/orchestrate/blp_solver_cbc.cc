@@ -92,9 +92,14 @@ Attempt run_cbc(const Blp& blp, const AttemptOptions& o) {
   }
   const std::string sec = fmt::format("{}", std::max(o.time_limit_s, 0.01));
   const std::string ratio = fmt::format("{}", std::max(o.rel_gap, 0.0));
+  const std::string allowable = fmt::format("{}", std::max(o.abs_gap, 0.0));
   std::vector<const char*> argv = {"korch", "-log", o.verbose ? "1" : "0", "-slog",
                                    o.verbose ? "1" : "0", "-timeMode", "elapsed", "-sec",
                                    sec.c_str(), "-ratio", ratio.c_str()};
+  if (o.abs_gap > 0) {
+    argv.push_back("-allowableGap");
+    argv.push_back(allowable.c_str());
+  }
   // CBC 2.10.8 segfaults in CglPreProcess::postProcess when the time limit stops it before the
   // preprocessed model is solved (seen on YOLOv4: 35k columns, 45 s limit) — a crash no catch can
   // turn into an error. Without preprocessing the same instances solve in comparable time

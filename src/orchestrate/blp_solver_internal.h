@@ -17,6 +17,7 @@ inline constexpr double kInfinity = 1e30;
 struct AttemptOptions {
   double time_limit_s = 30;
   double rel_gap = 0;
+  double abs_gap = 0;
   const std::vector<double>* warm_start = nullptr;  // verified feasible by the driver, or null
   bool verbose = false;
   bool force_dual = false;  // CBC only: dual simplex for every LP (works around Clp's dualize bug)

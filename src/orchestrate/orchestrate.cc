@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <cmath>
+#include <map>
+#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "orchestrate/graph_index.h"
+#include "orchestrate/regions.h"
 #include "support/error.h"
 
 namespace korch {
@@ -125,58 +130,57 @@ OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<Kerne
   }
   for (size_t id = 0; id < g.nodes.size(); ++id)
     m.blp.add_row(fmt::format("live_{}", id), sum_of(covering[id]), 1, allow_recompute ? inf : 1.0);
+  // Need rows, one per edge p -> c through a value v that some kernel reads:
+  //   m_v + sum(kernels containing both p and c) >= 1.
+  // Valid: c is computed by some kernel; if none of those contains p, that kernel reads v, so v is
+  // materialised. The read rows alone only give m_v >= x_j for each reader j separately, and the
+  // LP relaxation exploits that by covering c with many kernels at small weights that each read v
+  // (YOLOv4's detection head: ~1000 fractional candidates at 0.01, bound 3% below the optimum);
+  // this row makes m_v at least c's total coverage by kernels that read v.
+  const GraphIndex gi(g);
+  for (size_t v = 0; v < g.values.size(); ++v) {
+    const int mv = materialised[v];
+    if (mv < 0) continue;
+    const NodeId p = g.values[v].producer;
+    for (NodeId c : gi.consumers[v]) {
+      std::vector<int> both;
+      std::set_intersection(covering[static_cast<size_t>(p)].begin(), covering[static_cast<size_t>(p)].end(),
+                            covering[static_cast<size_t>(c)].begin(), covering[static_cast<size_t>(c)].end(),
+                            std::back_inserter(both));
+      if (both.size() == covering[static_cast<size_t>(c)].size()) continue;  // every kernel of c holds p
+      auto terms = sum_of(both);
+      terms.emplace_back(mv, 1.0);
+      m.blp.add_row(fmt::format("need_{}_{}", v, c), std::move(terms), 1, inf);
+    }
+  }
   return m;
 }
 
-Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                         const std::vector<double>& costs, const OrchestrateOptions& options) {
+namespace {
+
+// One region's selection (regions.h): the state search, the BLP with its warm start, cycle cuts.
+// `scaled` are the costs the solver sees (dominated variants infinite), `scale` their factor.
+Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& candidates,
+                           const std::vector<double>& costs, const std::vector<double>& scaled, double scale,
+                           const OrchestrateOptions& options, double time_limit_s, double abs_gap,
+                           const std::function<void(const std::string&)>& say) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto say = [&](const std::string& s) {
-    if (options.progress) options.progress(s);
-  };
   Selection sel;
-  // Solvers compare objective values with absolute tolerances around 1e-6..1e-9; costs in seconds
-  // (microsecond kernels) would fall under them and a worse plan would pass as optimal. Scale so
-  // the most expensive kernel costs 1000.
-  double max_cost = 0;
-  for (double c : costs)
-    if (std::isfinite(c)) max_cost = std::max(max_cost, c);
-  const double scale = max_cost > 0 ? 1000.0 / max_cost : 1.0;
-  std::vector<double> scaled(costs.size());
-  for (size_t i = 0; i < costs.size(); ++i) scaled[i] = costs[i] * scale;
-  // Dominance (exact): a minimal-output variant that costs no less than the full variant of the
-  // same primitives can be replaced by it in any plan (same inputs, more outputs), so it is left
-  // out. Compute-bound kernels tie this way, which on big programs removes many variables.
-  {
-    std::map<std::vector<NodeId>, size_t> full_of;
-    for (size_t i = 0; i < candidates.size(); ++i)
-      if (!candidates[i].minimal_outputs) full_of.emplace(candidates[i].nodes, i);
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (!candidates[i].minimal_outputs) continue;
-      auto it = full_of.find(candidates[i].nodes);
-      if (it != full_of.end() && scaled[it->second] <= scaled[i]) {
-        scaled[i] = std::numeric_limits<double>::infinity();
-        ++sel.dominated;
-      }
-    }
-  }
   OrchestrationBlp m = build_orchestration_blp(g, candidates, scaled, options.allow_recompute);
   sel.variables = m.blp.num_vars();
-  if (!options.dump_blp_path.empty()) {
-    std::ofstream f(options.dump_blp_path);
-    f << to_lp_text(m.blp);
-    if (!f) fail_io("cannot write {}", options.dump_blp_path);
-  }
 
   // Warm start: the no-recompute optimum when the state search finishes, else one kernel per
   // primitive (always a valid plan when every singleton can be emitted).
   std::vector<int> warm_kernels;
   if (options.dp_state_limit > 0) {
-    sel.dp = shortest_path_over_states(g, candidates, costs, options.dp_state_limit);
+    // The searches get a quarter of the region's time: where the states explode (parallel
+    // branches multiply them) the solver makes better use of it.
+    sel.dp = shortest_path_over_states(g, candidates, costs, options.dp_state_limit, 0, 0.15 * time_limit_s);
     say(sel.dp.completed
             ? fmt::format("no-recompute optimum over {} execution states: {:.6g} ({:.2f} s)", sel.dp.states,
                           sel.dp.cost, sel.dp.seconds)
-            : fmt::format("execution states: more than {} (limit)", options.dp_state_limit));
+            : fmt::format("execution states: stopped after {} ({:.1f} s; limits {} states, {:.1f} s)", sel.dp.states,
+                          sel.dp.seconds, options.dp_state_limit, 0.15 * time_limit_s));
     if (sel.dp.feasible) {
       warm_kernels = sel.dp.chosen;
       sel.warm_start = "no-recompute optimum";
@@ -184,12 +188,12 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
       // Too many states for the exact search: a windowed one (heuristic) still gives the solver a
       // good incumbent, which matters on big degenerate programs (YOLOv4).
       for (int window = 24; window >= 4 && warm_kernels.empty(); window /= 2) {
-        DpResult w = shortest_path_over_states(g, candidates, costs, options.dp_state_limit, window);
+        DpResult w = shortest_path_over_states(g, candidates, costs, options.dp_state_limit, window,
+                                               0.05 * time_limit_s);
         if (!w.feasible) continue;
         warm_kernels = w.chosen;
-        sel.warm_start = fmt::format("windowed no-recompute search (window {}, {} states, {:.6g})", window,
-                                     w.states, w.cost);
-        say("warm start: " + sel.warm_start);
+        sel.warm_start = fmt::format("windowed no-recompute search (window {})", window);
+        say(fmt::format("warm start: {} ({} states, {:.6g})", sel.warm_start, w.states, w.cost));
       }
     }
   }
@@ -209,8 +213,9 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
 
   for (int round = 0;; ++round) {
     SolveOptions so;
-    so.time_limit_s = std::max(1.0, options.time_limit_s - seconds_since(t0));
+    so.time_limit_s = std::max(1.0, time_limit_s - seconds_since(t0));
     so.rel_gap = options.rel_gap;
+    so.abs_gap = abs_gap;
     so.warm_start = warm;
     so.solver = options.solver;
     so.verbose = options.verbose;
@@ -246,6 +251,147 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     add_cycle_cut(g, candidates, std::set<int>(chosen.begin(), chosen.end()), s.blocked, m, round);
     ++sel.cycle_cuts;
   }
+}
+
+// "a in 3 regions, b in 1" for the distinct strings of a list (one string when they agree).
+std::string tally(const std::vector<std::string>& items) {
+  std::map<std::string, int> count;
+  for (const std::string& s : items) ++count[s];
+  if (count.size() == 1) return count.begin()->first;
+  std::vector<std::string> parts;
+  for (const auto& [s, k] : count) parts.push_back(fmt::format("{} in {} regions", s, k));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& candidates,
+                         const std::vector<double>& costs, const OrchestrateOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto say = [&](const std::string& s) {
+    if (options.progress) options.progress(s);
+  };
+  // Solvers compare objective values with absolute tolerances around 1e-6..1e-9; costs in seconds
+  // (microsecond kernels) would fall under them and a worse plan would pass as optimal. Scale so
+  // the most expensive kernel costs 1000.
+  double max_cost = 0;
+  for (double c : costs)
+    if (std::isfinite(c)) max_cost = std::max(max_cost, c);
+  const double scale = max_cost > 0 ? 1000.0 / max_cost : 1.0;
+  std::vector<double> scaled(costs.size());
+  for (size_t i = 0; i < costs.size(); ++i) scaled[i] = costs[i] * scale;
+  // Dominance (exact): a minimal-output variant that costs no less than the full variant of the
+  // same primitives can be replaced by it in any plan (same inputs, more outputs), so it is left
+  // out. Compute-bound kernels tie this way, which on big programs removes many variables.
+  int64_t dominated = 0;
+  {
+    std::map<std::vector<NodeId>, size_t> full_of;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (!candidates[i].minimal_outputs) full_of.emplace(candidates[i].nodes, i);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (!candidates[i].minimal_outputs) continue;
+      auto it = full_of.find(candidates[i].nodes);
+      if (it != full_of.end() && scaled[it->second] <= scaled[i]) {
+        scaled[i] = std::numeric_limits<double>::infinity();
+        ++dominated;
+      }
+    }
+  }
+  if (!options.dump_blp_path.empty()) {
+    std::ofstream f(options.dump_blp_path);
+    f << to_lp_text(build_orchestration_blp(g, candidates, scaled, options.allow_recompute).blp);
+    if (!f) fail_io("cannot write {}", options.dump_blp_path);
+  }
+
+  std::vector<bool> usable(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    usable[i] = std::isfinite(scaled[i]) && (options.allow_recompute || !candidates[i].minimal_outputs);
+  std::vector<SelectionRegion> regions;
+  if (options.split_regions) regions = split_into_regions(g, candidates, usable);
+  if (regions.size() <= 1) {
+    Selection sel = select_in_region(g, candidates, costs, scaled, scale, options, options.time_limit_s, 0, say);
+    sel.dominated = dominated;
+    return sel;
+  }
+  size_t largest = 0;
+  for (size_t r = 0; r < regions.size(); ++r)
+    if (regions[r].candidates.size() > regions[largest].candidates.size()) largest = r;
+  say(fmt::format("{} independent regions (no candidate crosses between them); the largest has {} primitives and {} "
+                  "candidates",
+                  regions.size(), regions[largest].nodes.size(), regions[largest].candidates.size()));
+
+  // Smallest first, so that the time limit is left to the regions that need it.
+  std::vector<size_t> by_size(regions.size());
+  std::iota(by_size.begin(), by_size.end(), size_t{0});
+  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+    return regions[a].candidates.size() < regions[b].candidates.size();
+  });
+  // The relative gap is the whole program's: a region may stop at an absolute gap of what the
+  // regions solved before it leave unused (rel_gap times their objectives, less their gaps), so
+  // the sum of the regions' gaps stays within rel_gap of the sum of their objectives.
+  double solved_objective = 0, gap_used = 0;
+  std::vector<Selection> parts(regions.size());
+  for (size_t r : by_size) {
+    const SelectionRegion& reg = regions[r];
+    std::vector<double> c, s;
+    for (int i : reg.candidates) {
+      c.push_back(costs[static_cast<size_t>(i)]);
+      s.push_back(scaled[static_cast<size_t>(i)]);
+    }
+    // Only the regions big enough to take a while report their phases.
+    const bool talk = reg.candidates.size() >= 1000;
+    auto region_say = [&](const std::string& line) {
+      if (talk) say(fmt::format("region {}/{} ({} primitives): {}", r + 1, regions.size(), reg.nodes.size(), line));
+    };
+    if (!options.dump_blp_path.empty() && reg.candidates.size() >= 1000) {
+      // The big regions' programs too, as their solver sees them (for solver experiments).
+      const std::string path = fmt::format("{}.region{}.lp", options.dump_blp_path, r + 1);
+      std::ofstream f(path);
+      f << to_lp_text(build_orchestration_blp(reg.graph, reg.local_candidates, s, options.allow_recompute).blp);
+      if (!f) fail_io("cannot write {}", path);
+    }
+    const double slack = std::max(0.0, options.rel_gap * solved_objective - gap_used) * scale;
+    parts[r] = select_in_region(reg.graph, reg.local_candidates, c, s, scale, options,
+                                std::max(1.0, options.time_limit_s - seconds_since(t0)), slack, region_say);
+    solved_objective += parts[r].objective;
+    if (parts[r].source == "blp") gap_used += std::max(0.0, parts[r].objective - parts[r].solve.bound);
+    else gap_used += parts[r].objective;  // no bound from the solver: count the whole objective
+  }
+
+  // The whole selection: the regions' plans in region order, and their statistics summed.
+  Selection sel;
+  sel.dominated = dominated;
+  sel.regions = static_cast<int>(regions.size());
+  sel.dp.completed = sel.dp.feasible = true;
+  sel.solve.status = SolveStatus::kOptimal;
+  std::vector<std::string> sources, warm_starts, solvers;
+  for (size_t r = 0; r < regions.size(); ++r) {
+    const Selection& p = parts[r];
+    for (int k : p.order) sel.order.push_back(regions[r].candidates[static_cast<size_t>(k)]);
+    for (int k : p.dp.chosen) sel.dp.chosen.push_back(regions[r].candidates[static_cast<size_t>(k)]);
+    sel.objective += p.objective;
+    sel.dp.completed = sel.dp.completed && p.dp.completed;
+    sel.dp.feasible = sel.dp.feasible && p.dp.feasible;
+    sel.dp.cost += p.dp.cost;
+    sel.dp.states += p.dp.states;
+    sel.dp.seconds += p.dp.seconds;
+    if (p.source != "blp" || p.solve.status != SolveStatus::kOptimal) sel.solve.status = SolveStatus::kFeasible;
+    sel.solve.bound += p.source == "blp" ? p.solve.bound : 0;
+    sel.solve.seconds += p.solve.seconds;
+    for (const std::string& line : p.solve.log) sel.solve.log.push_back(fmt::format("region {}: {}", r + 1, line));
+    sel.cycle_cuts += p.cycle_cuts;
+    sel.variables += p.variables;
+    sel.rows += p.rows;
+    sources.push_back(p.source);
+    warm_starts.push_back(p.warm_start);
+    solvers.push_back(p.solve.solver);
+  }
+  sel.solve.objective = sel.objective;
+  sel.solve.gap = std::max(0.0, (sel.objective - sel.solve.bound) / std::max(std::abs(sel.objective), 1e-12));
+  sel.source = tally(sources);
+  sel.warm_start = tally(warm_starts);
+  sel.solve.solver = tally(solvers);
+  return sel;
 }
 
 OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const OrchestrateOptions& options) {

@@ -15,6 +15,9 @@
 //                       input rows at half the cost, and CBC could not close the gap on a
 //                       300-primitive instance in 120 s (shared/environment-notes.md).
 //       without recompute the live rows are equalities and only full-output candidates take part.
+//   split_into_regions   the program separates exactly where no candidate crosses (regions.h):
+//       each region is solved alone (state search, BLP, cycle cuts) and the plans are joined in
+//       region order; the objective and the bound are the regions' sums.
 //   shortest_path_over_states   the optimal no-recompute plan (state_dp.h), when the number of
 //       states stays under a limit: the BLP's warm start, and its fallback if no solver answers.
 //   solve_blp, then schedule(); an unschedulable selection (kernel_plan.h) gets a cycle cut
@@ -43,9 +46,11 @@ struct OrchestrateOptions {
   double time_limit_s = 60;         // for the solver, over all cycle-cut rounds
   double rel_gap = 0;
   int64_t dp_state_limit = 200'000; // 0 skips the DP
+  bool split_regions = true;        // solve the independent regions one by one (false: as one program)
   SolverChoice solver = SolverChoice::kAuto;
   bool verbose = false;
-  std::string dump_blp_path;  // when set, the program as solved (scaled costs) is written as LP text
+  std::string dump_blp_path;  // when set, the whole program (scaled costs) is written as LP text, and
+                              // each region of 1000+ candidates as <path>.region<N>.lp
   std::function<void(const std::string&)> progress;  // one line per phase; may be empty
 };
 
@@ -67,6 +72,7 @@ struct Selection {
   DpResult dp;
   int cycle_cuts = 0;
   int64_t dominated = 0;    // minimal-output variants left out: their full variant costs no more
+  int regions = 1;          // independent regions solved one by one (regions.h)
   int64_t variables = 0, rows = 0;
   std::string source;       // "blp" or "dp" (the solver gave no plan)
   std::string warm_start;   // what the solver was started from

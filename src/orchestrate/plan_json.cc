@@ -49,6 +49,7 @@ std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const Orche
   j["solver"] = {{"source", r.selection.source}, {"warm_start", r.selection.warm_start}, {"name", s.solver}, {"status", solve_status_name(s.status)},
                  {"objective_s", r.selection.objective}, {"bound_s", s.bound}, {"gap", s.gap},
                  {"seconds", s.seconds}, {"cycle_cuts", r.selection.cycle_cuts}, {"dominated", r.selection.dominated},
+                 {"regions", r.selection.regions},
                  {"variables", r.selection.variables}, {"rows", r.selection.rows}, {"log", s.log}};
   j["cost"] = {{"plan_s", r.plan.total_seconds()}, {"unfused_s", r.unfused_seconds}};
   for (const auto& [k, v] : meta.cost_extra) j["cost"][k] = v;

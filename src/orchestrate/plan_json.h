@@ -8,7 +8,7 @@
 //                    "infeasible_reasons": {reason: n}, "rejected_examples": [...]},
 //     "states": {"completed", "count", "no_recompute_cost_s", "seconds"},
 //     "solver": {"source", "name", "status", "objective_s", "bound_s", "gap", "seconds",
-//                "cycle_cuts", "variables", "rows", "log"},
+//                "cycle_cuts", "dominated", "regions", "variables", "rows", "log"},
 //     "cost": {"plan_s", "unfused_s"}, "timing": {phase: seconds},
 //     "kernels": [{"step", "primitives": [{"name", "op_type", "kind"}], "inputs", "outputs",
 //                  "cost_s", "note", "recomputed"}],

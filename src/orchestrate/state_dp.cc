@@ -68,7 +68,8 @@ State add_nodes(const State& s, const std::vector<NodeId>& nodes) {
 }  // namespace
 
 DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                                   const std::vector<double>& costs, int64_t state_limit, int window) {
+                                   const std::vector<double>& costs, int64_t state_limit, int window,
+                                   double max_seconds) {
   const auto t0 = std::chrono::steady_clock::now();
   KORCH_CHECK(costs.size() == candidates.size());
   const GraphIndex gi(g);
@@ -161,7 +162,9 @@ DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandi
         goal = si;
         break;
       }
-      if (static_cast<int64_t>(states.size()) > state_limit) {
+      const bool out_of_time = max_seconds > 0 && (k % 256) == 0 &&
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > max_seconds;
+      if (static_cast<int64_t>(states.size()) > state_limit || out_of_time) {
         r.states = static_cast<int64_t>(states.size());
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return r;

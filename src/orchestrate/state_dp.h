@@ -31,7 +31,7 @@
 namespace korch {
 
 struct DpResult {
-  bool completed = false;   // false: state limit hit (or no path: see `feasible`)
+  bool completed = false;   // false: state or time limit hit (or no path: see `feasible`)
   bool feasible = false;    // a path to the full state exists
   double cost = 0;
   std::vector<int> chosen;  // candidate indices in execution order
@@ -39,8 +39,10 @@ struct DpResult {
   double seconds = 0;
 };
 
-// `costs[i]` is candidate i's cost (infinity: unusable).
+// `costs[i]` is candidate i's cost (infinity: unusable). `max_seconds` > 0 also stops the search
+// (as the state limit does) once it has run that long.
 DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                                   const std::vector<double>& costs, int64_t state_limit, int window = 0);
+                                   const std::vector<double>& costs, int64_t state_limit, int window = 0,
+                                   double max_seconds = 0);
 
 }  // namespace korch

@@ -3,8 +3,10 @@
 //     runs, each reading only existing values) finds the true optimum; the BLP must match it.
 //   * without recompute: the execution-state DP and the BLP restricted to disjoint kernels must
 //     agree.
-// Plus the kept case where recompute strictly wins under the analytic model, and a hand-built
-// unschedulable selection that the cycle cut must repair.
+// Plus the kept case where recompute strictly wins under the analytic model, a hand-built
+// unschedulable selection that the cycle cut must repair, and the region split (regions.h): on
+// graphs with barriers no candidate may cross, solving region by region matches the brute force
+// and solving the program whole.
 #include "orchestrate/orchestrate.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +23,7 @@
 #include "ir/text_format.h"
 #include "orchestrate/analytic_cost.h"
 #include "orchestrate/graph_index.h"
+#include "orchestrate/regions.h"
 
 namespace korch {
 namespace {
@@ -148,6 +151,112 @@ TEST(Orchestrate, BlpMatchesBruteForceWithRecompute) {
   EXPECT_GT(recompute_won, 10) << "of " << seeds << " seeds";
   RecordProperty("recompute_won", recompute_won);
   RecordProperty("cycle_cuts", cuts);
+}
+
+// Barriers as the CPU's epilogue rule makes them: a candidate that holds a barrier node and one of
+// its predecessors is unusable (infinite cost), so every barrier's inputs are region boundaries.
+std::vector<double> with_barriers(const Graph& g, const std::vector<KernelCandidate>& cands, std::vector<double> costs,
+                                  uint32_t seed) {
+  std::mt19937 rng(seed);
+  const GraphIndex gi(g);
+  std::vector<bool> barrier(g.nodes.size());
+  for (size_t i = 0; i < barrier.size(); ++i) barrier[i] = rng() % 3 == 0;
+  for (size_t i = 0; i < cands.size(); ++i)
+    for (NodeId v : cands[i].nodes)
+      for (NodeId p : gi.preds[static_cast<size_t>(v)])
+        if (barrier[static_cast<size_t>(v)] && std::binary_search(cands[i].nodes.begin(), cands[i].nodes.end(), p))
+          costs[i] = std::numeric_limits<double>::infinity();
+  return costs;
+}
+
+TEST(Orchestrate, RegionsMatchBruteForceAndTheWholeProgram) {
+  int split = 0;
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    const int n = 4 + static_cast<int>(seed % 9);  // 4..12 primitives
+    const Graph g = random_dag(n, seed + 5000);
+    const CandidateSet cs = enumerate_candidates(g, unbounded());
+    const std::vector<double> costs =
+        with_barriers(g, cs.candidates, random_costs(cs.candidates, seed * 15485863u), seed);
+    const double truth = brute_force_optimum(g, cs.candidates, costs);
+    ASSERT_TRUE(std::isfinite(truth)) << "seed " << seed;
+    for (bool recompute : {true, false}) {
+      OrchestrateOptions opt = exact(recompute);
+      opt.dp_state_limit = seed % 2 ? 100000 : 0;
+      const Selection by_region = select_kernels(g, cs.candidates, costs, opt);
+      opt.split_regions = false;
+      const Selection whole = select_kernels(g, cs.candidates, costs, opt);
+      ASSERT_EQ(by_region.solve.status, SolveStatus::kOptimal) << "seed " << seed;
+      ASSERT_NEAR(by_region.objective, whole.objective, 1e-6) << "seed " << seed << "\n" << print_graph(g);
+      if (recompute) {
+        ASSERT_NEAR(by_region.objective, truth, 1e-6) << "seed " << seed << "\n" << print_graph(g);
+      }
+      const KernelPlan plan = make_plan(g, cs.candidates, by_region.order, costs, {});
+      ASSERT_NO_THROW(verify_plan(g, plan)) << "seed " << seed;
+      EXPECT_NEAR(plan.total_seconds(), by_region.objective, 1e-6) << "seed " << seed;
+      if (recompute) split += by_region.regions > 1;
+    }
+    // With a gap allowed, the regions share it: the whole stays within it of the optimum.
+    OrchestrateOptions loose = exact(true);
+    loose.rel_gap = 0.05;
+    const Selection near = select_kernels(g, cs.candidates, costs, loose);
+    EXPECT_LE(near.objective, truth * 1.05 + 1e-9) << "seed " << seed;
+    EXPECT_LE(near.solve.bound, truth + 1e-9) << "seed " << seed;
+    EXPECT_LE(near.solve.gap, 0.05 + 1e-12) << "seed " << seed;
+  }
+  EXPECT_GT(split, 100) << "the barriers must split most graphs for the test to mean anything";
+  RecordProperty("split", split);
+}
+
+// The state search stops at its time limit as it does at its state limit.
+TEST(Orchestrate, StateSearchStopsAtItsTimeLimit) {
+  // 16 independent chains of 3: 4^16 downsets, far more than a microsecond allows.
+  std::string text = "graph w (opset 17) {\n  input x: f32[8]\n";
+  std::string outs;
+  for (int b = 0; b < 16; ++b) {
+    text += fmt::format("  %a{0}: f32[8] = Relu(x)\n  %b{0}: f32[8] = Neg(a{0})\n  %c{0}: f32[8] = Relu(b{0})\n", b);
+    outs += (b ? ", c" : "c") + std::to_string(b);
+  }
+  const Graph g = parse_graph(text + "  output " + outs + "\n}\n");
+  const CandidateSet cs = enumerate_candidates(g, unbounded());
+  const std::vector<double> costs(cs.candidates.size(), 1.0);
+  const DpResult r = shortest_path_over_states(g, cs.candidates, costs, 100'000'000, 0, 1e-6);
+  EXPECT_FALSE(r.completed);
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+// The header's example: a -> b -> Conv -> c where the Conv takes epilogues only: two regions, the
+// first writes b's value for the second, which reads it as a free input.
+TEST(Orchestrate, RegionsSplitWhereNoCandidateCrosses) {
+  const Graph g = parse_graph(R"(graph t (opset 17) {
+  input x: f32[8]
+  %a: f32[8] = Relu(x)
+  %b: f32[8] = Neg(a)
+  %c: f32[8] = Relu(b)
+  %d: f32[8] = Neg(c)
+  output d
+})");
+  // Candidates over node ids: {0} {1} {0,1} {2} {2,3} {3}; nothing joins 1 and 2.
+  std::vector<KernelCandidate> cands;
+  for (std::vector<NodeId> nodes : std::vector<std::vector<NodeId>>{{0}, {1}, {0, 1}, {2}, {2, 3}, {3}})
+    cands.push_back(make_candidate(g, nodes, false));
+  const std::vector<SelectionRegion> regions = split_into_regions(g, cands, std::vector<bool>(cands.size(), true));
+  ASSERT_EQ(regions.size(), 2u);
+  EXPECT_EQ(regions[0].nodes, (std::vector<NodeId>{0, 1}));
+  EXPECT_EQ(regions[1].nodes, (std::vector<NodeId>{2, 3}));
+  EXPECT_EQ(regions[0].candidates, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(regions[1].candidates, (std::vector<int>{3, 4, 5}));
+  const ValueId b = g.find_value("b"), d = g.find_value("d");
+  EXPECT_EQ(regions[0].graph.outputs, (std::vector<ValueId>{b}));
+  EXPECT_EQ(regions[1].graph.outputs, (std::vector<ValueId>{d}));
+  EXPECT_TRUE(is_free_value(regions[1].graph, b));
+  EXPECT_EQ(regions[1].local_candidates[1].nodes, (std::vector<NodeId>{0, 1}));  // {2,3} renumbered
+  // One candidate across the boundary joins everything.
+  cands.push_back(make_candidate(g, {1, 2}, false));
+  EXPECT_EQ(split_into_regions(g, cands, std::vector<bool>(cands.size(), true)).size(), 1u);
+  // Unusable, it does not.
+  std::vector<bool> usable(cands.size(), true);
+  usable.back() = false;
+  EXPECT_EQ(split_into_regions(g, cands, usable).size(), 2u);
 }
 
 TEST(Orchestrate, DpMatchesDisjointBlp) {
