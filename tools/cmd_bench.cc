@@ -134,6 +134,7 @@ Command add_bench(CLI::App& app) {
   o->load.add_to(app);
   return [o]() {
     if (o->model.empty() == o->artifact.empty()) fail("give either MODEL or --artifact DIR");
+    warn_if_oversubscribed(o->cpu.threads);
     cpu::set_cpu_threads(o->cpu.threads);
     fs::path work = o->work.empty() ? fs::temp_directory_path() / fmt::format("korch-bench-{}", getpid()) : fs::path(o->work);
     fs::create_directories(work);

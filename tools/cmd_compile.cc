@@ -53,6 +53,7 @@ Command add_compile(CLI::App& app) {
       if (!o->quiet) fmt::print("  {}\n", s);
       std::fflush(stdout);
     };
+    warn_if_oversubscribed(o->flags.threads);
     CompileOptions copt = o->flags.options(o->model, say);
     copt.unfused = o->unfused;
     Graph g = load_model_arg(o->model, o->load.options());

@@ -102,7 +102,10 @@ Command add_run(CLI::App& app) {
     if (o->inputs.empty() && o->seed < 0) fail("give --inputs DIR or --random-inputs SEED");
     // The reference interpreter keeps OpenMP's default unless --threads is given.
     bool cpu = !o->artifact.empty() || o->backend == "cpu";
-    if (cpu || threads_opt->count() > 0) cpu::set_cpu_threads(o->threads);
+    if (cpu || threads_opt->count() > 0) {
+      warn_if_oversubscribed(o->threads);
+      cpu::set_cpu_threads(o->threads);
+    }
 
     if (!o->artifact.empty()) {
       runtime::LoadOptions lo;

@@ -29,7 +29,7 @@ korch::Graph fission_with_report(const korch::Graph& g, bool print);
 void print_model_summary(const korch::Graph& g, const std::string& path);
 
 // The model-loading options shared by every command that reads an ONNX model:
-//   --shape NAME=1x3x224x224   fix a symbolic input shape
+//   --shape NAME=1x3x224x224   fix a symbolic input shape (or DIM=N: every dimension named DIM)
 //   --bind NAME=FILE.npy       fix an input to known values (it becomes a constant and folds), for
 //                              inputs that carry sizes (Resize scales, OneHot depth...)
 struct LoadFlags {
@@ -37,6 +37,10 @@ struct LoadFlags {
   void add_to(CLI::App& app);
   korch::LoadOptions options() const;
 };
+
+// One line on stderr when `threads` exceeds this machine's cores (oversubscribed threads wait on
+// each other: runs slow down and timings stop meaning anything); nothing otherwise.
+void warn_if_oversubscribed(int threads);
 
 // `MODEL` arguments: a path, or builtin:NAME for the embedded models.
 korch::Graph load_model_arg(const std::string& model, const korch::LoadOptions& options);

@@ -1,9 +1,32 @@
 // korch: the command line. Errors from any stage arrive as korch::Error and are printed as one
 // line with a non-zero exit code; internal invariant failures abort with file:line.
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "support/error.h"
+
+namespace {
+
+// Levenshtein distance, for suggesting the command a typo meant.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Korch: optimal kernel orchestration for tensor programs"};
@@ -24,10 +47,37 @@ int main(int argc, char** argv) {
   add("fold", "Write the model after the frontend (folded, simplified, static shapes) as ONNX", korch::cli::add_fold);
   add("ops", "List the supported ONNX operators and their opset ranges", korch::cli::add_ops);
   add("run", "Run a model on inputs from .npy files (or seeded random inputs)", korch::cli::add_run);
+  // `korch help [COMMAND]` is `korch [COMMAND] --help`; a word that is no command gets the nearest.
+  std::vector<std::string> args(argv, argv + argc);
+  if (args.size() >= 2 && args[1] == "help") {
+    args.erase(args.begin() + 1);
+    args.insert(args.begin() + std::min<long>(2, static_cast<long>(args.size())), "--help");
+  }
+  if (args.size() >= 2 && !args[1].empty() && args[1][0] != '-') {
+    std::string nearest;
+    size_t best = std::string::npos;
+    bool known = false;
+    for (const auto& [sub, cmd] : commands) {
+      known |= sub->get_name() == args[1];
+      const size_t d = edit_distance(sub->get_name(), args[1]);
+      if (d < best) {
+        best = d;
+        nearest = sub->get_name();
+      }
+    }
+    if (!known) {
+      std::fprintf(stderr, "korch: error: unknown command '%s'%s; `korch --help` lists the commands\n", args[1].c_str(),
+                   best <= 3 ? (std::string("; did you mean '") + nearest + "'?").c_str() : "");
+      return 2;
+    }
+  }
+  std::vector<const char*> cargs;
+  for (const std::string& a : args) cargs.push_back(a.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(cargs.size()), cargs.data());
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version end here with 0; every argument error exits 2, as the README says.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     for (auto& [sub, cmd] : commands)

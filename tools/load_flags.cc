@@ -1,4 +1,9 @@
 #include "commands.h"
+
+#include <thread>
+
+#include <fmt/format.h>
+
 #include "ir/tensor_io.h"
 
 namespace korch::cli {
@@ -12,8 +17,17 @@ std::pair<std::string, std::string> split_assignment(const std::string& s, const
 }  // namespace
 
 void LoadFlags::add_to(CLI::App& app) {
-  app.add_option("--shape", shapes, "Fix an input shape: NAME=1x3x224x224 (repeatable)");
+  app.add_option("--shape", shapes,
+                 "Fix an input shape, INPUT=1x3x224x224, or every dimension of one name, DIM=4 (repeatable; "
+                 "dimensions written as a name or as -1 are dynamic)");
   app.add_option("--bind", binds, "Fix an input to the values in a .npy file: NAME=FILE.npy (repeatable)");
+}
+
+void warn_if_oversubscribed(int threads) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && threads > static_cast<int>(cores))
+    fmt::print(stderr, "korch: warning: --threads {} is more than this machine's {} cores; runs will be slower and "
+               "timings will not mean much\n", threads, cores);
 }
 
 LoadOptions LoadFlags::options() const {

@@ -182,8 +182,27 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
     if (!by_name.count(in.name())) input_names.insert(in.name());
   for (const auto& [name, t] : options.frozen_inputs)
     if (!input_names.count(name)) fail("frozen input '{}' is not an input of the model", name);
-  for (const auto& [name, shape] : options.input_shapes)
-    if (!input_names.count(name)) fail("--shape names '{}', which is not an input of the model", name);
+  // A --shape name that is not an input may name a dimension (a dim_param such as 'batch'): it
+  // then fixes every dimension of that name, in every input.
+  std::set<std::string> dim_names;
+  for (const auto& in : gp.input())
+    if (!by_name.count(in.name()) && in.type().has_tensor_type() && in.type().tensor_type().has_shape())
+      for (const auto& dim : in.type().tensor_type().shape().dim())
+        if (dim.has_dim_param() && !dim.dim_param().empty()) dim_names.insert(dim.dim_param());
+  std::map<std::string, int64_t> named_dims;
+  for (const auto& [name, shape] : options.input_shapes) {
+    if (input_names.count(name)) continue;
+    if (!dim_names.count(name))
+      fail("--shape names '{}', which is neither an input nor a named dimension of the model (inputs: {}; named "
+           "dimensions: {})",
+           name, fmt::join(input_names, ", "), dim_names.empty() ? "none" : fmt::format("{}", fmt::join(dim_names, ", ")));
+    if (shape.size() != 1)
+      fail("--shape {}={}: '{}' is a dimension name, so it takes one size (--shape {}=N)", name, shape_str(shape), name,
+           name);
+    named_dims[name] = shape[0];
+  }
+  // A dimension is fixed when it has a value >= 0; -1 (as some exporters write) and names are dynamic.
+  auto fixed = [](const onnx::TensorShapeProto::Dimension& dim) { return dim.has_dim_value() && dim.dim_value() >= 0; };
   for (const auto& in : gp.input()) {
     if (by_name.count(in.name())) continue;  // initializer listed as input (IR < 4): a constant
     if (!in.type().has_tensor_type()) fail_unsupported("input '{}' is not a tensor (sequences/maps are not supported)", in.name());
@@ -208,7 +227,7 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
                tt.shape().dim_size());
         for (int d = 0; d < tt.shape().dim_size(); ++d) {
           const auto& dim = tt.shape().dim(d);
-          if (dim.has_dim_value() && dim.dim_value() != shape[static_cast<size_t>(d)])
+          if (fixed(dim) && dim.dim_value() != shape[static_cast<size_t>(d)])
             fail("--shape {}={} conflicts with the model's fixed dimension {} = {}", in.name(), shape_str(shape), d,
                  dim.dim_value());
         }
@@ -217,12 +236,20 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
       if (!tt.has_shape()) fail("input '{}' has no shape; give one with --shape {}=DxDx...", in.name(), in.name());
       for (int d = 0; d < tt.shape().dim_size(); ++d) {
         const auto& dim = tt.shape().dim(d);
-        if (!dim.has_dim_value() || dim.dim_value() < 0) {
-          std::string sym = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "unknown";
-          fail("input '{}' has symbolic dimension {} at axis {}; fix it with --shape {}=DxDx...", in.name(), sym, d,
-               in.name());
+        if (fixed(dim)) {
+          shape.push_back(dim.dim_value());
+          continue;
         }
-        shape.push_back(dim.dim_value());
+        if (dim.has_dim_param() && named_dims.count(dim.dim_param())) {
+          shape.push_back(named_dims.at(dim.dim_param()));
+          continue;
+        }
+        if (dim.has_dim_param() && !dim.dim_param().empty())
+          fail("input '{}' has symbolic dimension '{}' at axis {}; fix it with --shape {}=N (every dimension of that "
+               "name) or --shape {}=DxDx...",
+               in.name(), dim.dim_param(), d, dim.dim_param(), in.name());
+        fail("input '{}' has a dynamic dimension ({}) at axis {}; fix it with --shape {}=DxDx...", in.name(),
+             dim.has_dim_value() ? fmt::format("{}", dim.dim_value()) : "no value", d, in.name());
       }
     }
     define(in.name(), g.add_input(in.name(), TensorType{*dtype, shape}));

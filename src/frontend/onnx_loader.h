@@ -16,7 +16,9 @@
 namespace korch {
 
 struct LoadOptions {
-  // Overrides / fixes input shapes: name -> shape (e.g. from --shape x=1x3x224x224).
+  // Overrides / fixes input shapes: name -> shape (e.g. from --shape x=1x3x224x224). A name that is
+  // not an input but a named dimension (dim_param, e.g. --shape batch=4) fixes every dimension of
+  // that name; a dimension written as -1 is dynamic like a named one.
   std::map<std::string, Shape> input_shapes;
   // Inputs bound to fixed values: they become constants (and fold) instead of graph inputs.
   // For inputs that carry shapes or sizes (Resize scales, OneHot depth) in models that pass them

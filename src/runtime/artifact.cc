@@ -7,7 +7,7 @@
 //                 "copy_from" (output only: a buffer id copied in after the kernels ran)}],
 //    "inputs": [buffer ids], "outputs": [buffer ids], "input_names", "output_names",
 //    "kernels": [{"recipe": CpuKernelRecipe::to_json(), "args": [buffer ids], "note"}],
-//    "arena_bytes", "weights_bytes",
+//    "arena_bytes", "weights_bytes", "weights_checksum" (support/hash.h bytes_checksum of weights.bin),
 //    "memory": {"arena_bytes", "unfused_arena_bytes", "intermediate_bytes", "weights_bytes"}}
 // Buffer ids are positions in "buffers", not graph value ids: the graph is not in the artifact.
 #include "runtime/artifact.h"
@@ -22,6 +22,7 @@
 #include "ir/dtype.h"
 #include "runtime/kernel_recipe.h"
 #include "runtime/memory_plan.h"
+#include "support/hash.h"
 #include "support/error.h"
 #include "support/file_io.h"
 
@@ -169,6 +170,7 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
     buffer_of[v] = id;
   }
   write_file_bytes((root / "weights.bin").string(), blob);
+  const std::string weights_checksum = bytes_checksum(blob.data(), blob.size());
 
   ArenaPlan arena = plan_arena(g, steps);
   for (const auto& [v, offset] : arena.offset) {
@@ -202,6 +204,7 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
                             {"kernels", kernels},
                             {"arena_bytes", mem.arena_bytes},
                             {"weights_bytes", mem.weights_bytes},
+                            {"weights_checksum", weights_checksum},
                             {"memory",
                              {{"arena_bytes", mem.arena_bytes},
                               {"unfused_arena_bytes", mem.unfused_arena_bytes},

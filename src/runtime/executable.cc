@@ -12,6 +12,7 @@
 #include "ir/dtype.h"
 #include "runtime/artifact.h"
 #include "runtime/kernel_recipe.h"
+#include "support/hash.h"
 #include "support/error.h"
 #include "support/file_io.h"
 
@@ -62,7 +63,8 @@ std::unique_ptr<Executable> Executable::load(const std::string& dir, const LoadO
   dopt.cpu_threads = options.cpu_threads;
   x->device_ = open_device(tag.get<std::string>(), dopt);
   Device& dev = *x->device_;
-  x->place_weights((fs::path(dir) / "weights.bin").string(), program.at("weights_bytes").get<int64_t>());
+  x->place_weights((fs::path(dir) / "weights.bin").string(), program.at("weights_bytes").get<int64_t>(),
+                   program.value("weights_checksum", ""));
 
   bool needs_module = false;
   for (const auto& k : program.at("kernels")) needs_module |= dev.uses_module(k.at("recipe"));
@@ -196,13 +198,14 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
   memory_.weights_bytes = m.at("weights_bytes").get<int64_t>();
 }
 
-void Executable::place_weights(const std::string& path, int64_t bytes) {
+void Executable::place_weights(const std::string& path, int64_t bytes, const std::string& checksum) {
+  if (checksum.empty()) fail("{}: program.json has no weights_checksum (an older Korch made it): compile again", path);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail_io("cannot open {}: {}", path, std::strerror(errno));
   struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_size < bytes) {
+  if (fstat(fd, &st) != 0 || st.st_size != bytes) {
     ::close(fd);
-    fail_io("{} holds {} bytes but program.json needs {}; the artifact is incomplete", path,
+    fail_io("{} holds {} bytes but program.json says {}: not the weights this artifact was compiled with", path,
             static_cast<int64_t>(st.st_size), bytes);
   }
   if (bytes > 0) {
@@ -216,6 +219,9 @@ void Executable::place_weights(const std::string& path, int64_t bytes) {
     weights_map_bytes_ = static_cast<size_t>(bytes);
   }
   ::close(fd);
+  if (const std::string got = bytes_checksum(weights_, static_cast<size_t>(bytes)); got != checksum)
+    fail_io("{}: checksum {} but program.json says {}: the weights were changed or damaged after compile", path, got,
+            checksum);
   if (bytes > 0 && !device_->host_memory()) {  // upload once; the mapping is not needed after
     auto* copy = static_cast<std::byte*>(device_buffer(bytes));
     device_->upload(copy, weights_, bytes);

@@ -87,7 +87,8 @@ class Executable {
     std::vector<double> samples;  // step timing: seconds per run
   };
   void parse_program(const nlohmann::json& j, const std::string& path);
-  void place_weights(const std::string& path, int64_t bytes);
+  // Maps weights.bin; it must hold exactly `bytes` bytes with this checksum (support/hash.h).
+  void place_weights(const std::string& path, int64_t bytes, const std::string& checksum);
   void* device_buffer(int64_t bytes);
 
   // Declaration order is destruction order reversed: kernels go before the module, buffers and

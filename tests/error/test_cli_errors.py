@@ -70,7 +70,20 @@ def test_unsupported_op_names_op_node_opset_and_path(tmp_path):
 
 def test_symbolic_dim_needs_shape(tmp_path):
     p = relu_model(tmp_path / "m.onnx", dims=("batch", 3))
-    assert_clean_error(korch("inspect", p), "symbolic dimension 'batch'", "--shape x=")
+    assert_clean_error(korch("inspect", p), "symbolic dimension 'batch'", "--shape x=", "--shape batch=N")
+
+
+def test_named_and_minus_one_dims_are_fixed_by_shape(tmp_path):
+    # --shape batch=2 fixes the dimension named 'batch'; a -1 dimension takes --shape x=...
+    p = relu_model(tmp_path / "m.onnx", dims=("batch", 3))
+    r = korch("inspect", p, "--shape", "batch=2")
+    assert r.returncode == 0, r.stderr
+    assert "f32[2,3]" in r.stdout, r.stdout
+    q = relu_model(tmp_path / "q.onnx", dims=(-1, 3))
+    assert_clean_error(korch("inspect", q), "dynamic dimension (-1)", "--shape x=")
+    r = korch("inspect", q, "--shape", "x=4x3")
+    assert r.returncode == 0, r.stderr
+    assert "f32[4,3]" in r.stdout, r.stdout
 
 
 def test_wrong_input_shape_in_npy(tmp_path):
@@ -199,3 +212,35 @@ def test_explain_not_an_artifact(tmp_path):
     assert_clean_error(korch("explain", tmp_path), "plan.json", "malformed")
     (tmp_path / "plan.json").write_text('{"format": "something-else"}')
     assert_clean_error(korch("explain", tmp_path), "not a Korch plan")
+
+
+def test_typo_suggests_the_nearest_command():
+    r = korch("compil", "m.onnx")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "unknown command 'compil'" in r.stderr and "did you mean 'compile'" in r.stderr, r.stderr
+
+
+def test_help_command_and_argument_errors_exit_2(tmp_path):
+    r = korch("help")
+    assert r.returncode == 0, r.stderr
+    assert "compile" in r.stdout and "bench" in r.stdout, r.stdout
+    r = korch("help", "compile")
+    assert r.returncode == 0, r.stderr
+    assert "--max-kernel-size" in r.stdout, r.stdout
+    p = relu_model(tmp_path / "m.onnx")
+    for args in (("compile",), ("inspect", p, "--no-such-flag"), ("compile", p, "--max-fanout", "0", "-o", tmp_path / "a")):
+        r = korch(*args)
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert r.stderr.strip(), args
+
+
+def test_more_threads_than_cores_is_said(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    many = str((os.cpu_count() or 1) + 1)
+    r = korch("run", p, "--backend", "cpu", "--cost", "analytic", "--random-inputs", "0", "--outputs", tmp_path / "o",
+              "--threads", many)
+    assert r.returncode == 0, r.stderr
+    assert f"--threads {many} is more than this machine's" in r.stderr, r.stderr
+    r = korch("run", p, "--backend", "cpu", "--cost", "analytic", "--random-inputs", "0", "--outputs", tmp_path / "o2",
+              "--threads", "1")
+    assert "warning" not in r.stderr, r.stderr

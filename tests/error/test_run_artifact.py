@@ -39,12 +39,28 @@ def ty(shape):
     return {"dtype": "f32", "shape": shape}
 
 
+def weights_checksum(blob: bytes) -> str:
+    """support/hash.h bytes_checksum: FNV-1a over little-endian 8-byte words, then the tail bytes."""
+    mask = (1 << 64) - 1
+    h = 1469598103934665603 ^ len(blob)
+    whole = len(blob) // 8 * 8
+    for i in range(0, whole, 8):
+        h ^= int.from_bytes(blob[i:i + 8], "little")
+        h = (h * 1099511628211) & mask
+        h ^= h >> 29
+    for c in blob[whole:]:
+        h ^= c
+        h = (h * 1099511628211) & mask
+    return f"{h:016x}"
+
+
 def write_artifact(d: Path):
     """y = (a + b) * w, one fused kernel, w a weight; outputs y and a copy of input b."""
     (d / "kernels").mkdir(parents=True)
     (d / "manifest.json").write_text(json.dumps({"format": "korch-artifact", "version": 1, "device": "cpu"}))
     w = np.arange(6, dtype=np.float32).reshape(2, 3)
-    (d / "weights.bin").write_bytes(w.tobytes() + bytes(64 - w.nbytes))
+    blob = w.tobytes() + bytes(64 - w.nbytes)
+    (d / "weights.bin").write_bytes(blob)
     program = {
         "format": "korch-program", "version": 1,
         "buffers": [buffer(0, "input", "in:a", [2, 3], index=0), buffer(1, "input", "b", [2, 3], index=1),
@@ -53,7 +69,7 @@ def write_artifact(d: Path):
         "inputs": [0, 1], "outputs": [2, 3], "input_names": ["in:a", "b"], "output_names": ["out/y", "b"],
         "kernels": [{"recipe": {"symbol": "k0", "inputs": [ty([2, 3])] * 3, "outputs": [ty([2, 3])],
                                 "scratch_bytes": []}, "args": [0, 1, 4, 2], "note": "Add, Mul"}],
-        "arena_bytes": 0, "weights_bytes": 64,
+        "arena_bytes": 0, "weights_bytes": 64, "weights_checksum": weights_checksum(blob),
         "memory": {"arena_bytes": 0, "unfused_arena_bytes": 64, "intermediate_bytes": 0, "weights_bytes": 64},
     }
     (d / "program.json").write_text(json.dumps(program))

@@ -42,6 +42,48 @@ TEST(OnnxLoader, SymbolicDimNeedsShapeOption) {
   }
 }
 
+// Exporters write a dynamic dimension as -1 (Paddle) or as a name (torch's dynamic_axes). Both
+// are dynamic: --shape INPUT=... fixes them, --shape NAME=N fixes every dimension of that name.
+TEST(OnnxLoader, MinusOneAndNamedDimsAreDynamic) {
+  auto m = tiny_model();  // x: [2, 'n']
+  auto* dims = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  LoadOptions by_name;
+  by_name.input_shapes["n"] = {5};
+  Graph g = load_onnx_bytes(m.SerializeAsString(), "tiny.onnx", by_name);
+  EXPECT_EQ(g.type(g.inputs[0]).shape, (Shape{2, 5}));
+
+  dims->mutable_dim(1)->set_dim_value(-1);
+  try {
+    load_onnx_bytes(m.SerializeAsString(), "tiny.onnx");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dynamic dimension (-1) at axis 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--shape x="), std::string::npos) << e.what();
+  }
+  LoadOptions whole;
+  whole.input_shapes["x"] = {2, 7};
+  g = load_onnx_bytes(m.SerializeAsString(), "tiny.onnx", whole);
+  EXPECT_EQ(g.type(g.inputs[0]).shape, (Shape{2, 7}));
+  whole.input_shapes["x"] = {3, 7};  // axis 0 is fixed at 2
+  EXPECT_THROW(load_onnx_bytes(m.SerializeAsString(), "tiny.onnx", whole), Error);
+}
+
+TEST(OnnxLoader, ShapeNamingNeitherInputNorDimListsBoth) {
+  LoadOptions lo;
+  lo.input_shapes["batch"] = {2};
+  try {
+    load_onnx_bytes(tiny_model().SerializeAsString(), "tiny.onnx", lo);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const char* part : {"'batch'", "inputs: x", "named dimensions: n"})
+      EXPECT_NE(msg.find(part), std::string::npos) << msg;
+  }
+  lo.input_shapes.clear();
+  lo.input_shapes["n"] = {2, 3};  // a dimension takes one size
+  EXPECT_THROW(load_onnx_bytes(tiny_model().SerializeAsString(), "tiny.onnx", lo), Error);
+}
+
 TEST(OnnxLoader, UnsupportedOpNamesOpNodeAndPath) {
   auto m = tiny_model();
   m.mutable_graph()->mutable_node(0)->set_op_type("FancyOp");

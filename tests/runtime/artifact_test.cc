@@ -238,6 +238,25 @@ TEST_F(ArtifactTest, MissingOrShortWeightsNamesTheFile) {
   EXPECT_NE(load_error().find("weights.bin"), std::string::npos);
 }
 
+// Weights changed after compile (a flipped byte, the same size) or grown are refused at load,
+// naming the file, instead of running with wrong values.
+TEST_F(ArtifactTest, ChangedOrGrownWeightsAreRefused) {
+  const std::string blob = read_file_bytes((dir_ / "weights.bin").string());
+  ASSERT_FALSE(blob.empty());
+  std::string flipped = blob;
+  flipped[blob.size() / 2] = static_cast<char>(flipped[blob.size() / 2] ^ 0x10);
+  write_file_bytes((dir_ / "weights.bin").string(), flipped);
+  std::string msg = load_error();
+  EXPECT_NE(msg.find("weights.bin"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("checksum"), std::string::npos) << msg;
+  write_file_bytes((dir_ / "weights.bin").string(), blob + blob);
+  msg = load_error();
+  EXPECT_NE(msg.find("weights.bin"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not the weights"), std::string::npos) << msg;
+  write_file_bytes((dir_ / "weights.bin").string(), blob);
+  EXPECT_EQ(load_error(), "");
+}
+
 TEST_F(ArtifactTest, NotAnArtifact) {
   fs::remove(dir_ / "manifest.json");
   std::string msg = load_error();
