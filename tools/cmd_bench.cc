@@ -138,6 +138,14 @@ Command add_bench(CLI::App& app) {
     cpu::set_cpu_threads(o->cpu.threads);
     fs::path work = o->work.empty() ? fs::temp_directory_path() / fmt::format("korch-bench-{}", getpid()) : fs::path(o->work);
     fs::create_directories(work);
+    // A temporary work folder goes away however bench ends (an error thrown midway included).
+    struct RemoveWhenDone {
+      fs::path path;
+      ~RemoveWhenDone() {
+        std::error_code ec;
+        if (!path.empty()) fs::remove_all(path, ec);
+      }
+    } cleanup{o->work.empty() ? work : fs::path()};
     auto say = [](const std::string& s) { fmt::print("  {}\n", s); std::fflush(stdout); };
     std::string model = o->model;
     std::string fused_dir = o->artifact;
@@ -266,7 +274,6 @@ Command add_bench(CLI::App& app) {
       f << j.dump(2) << "\n";
       if (!f) fail_io("cannot write {}", o->json);
     }
-    if (o->work.empty()) fs::remove_all(work);
     return 0;
   };
 }

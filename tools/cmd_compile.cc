@@ -17,6 +17,8 @@
 
 namespace korch::cli {
 
+namespace fs = std::filesystem;
+
 Graph load_model_arg(const std::string& model, const LoadOptions& options) {
   if (model.rfind("builtin:", 0) == 0) return load_onnx_bytes(builtin_model_bytes(model.substr(8)), model, options);
   return load_onnx(model, options);
@@ -36,7 +38,7 @@ std::string model_file_for_peer(const std::string& model, const std::string& scr
 Command add_compile(CLI::App& app) {
   struct Opts {
     std::string model, out;
-    bool quiet = false, unfused = false;
+    bool quiet = false, unfused = false, force = false;
     CompileFlags flags;
     LoadFlags load;
   };
@@ -46,6 +48,7 @@ Command add_compile(CLI::App& app) {
   app.add_option("--device", o->flags.target, "Target device")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_flag("--unfused", o->unfused, "Compile the baseline instead: one kernel per primitive, no search");
   app.add_flag("-q,--quiet", o->quiet, "Print only the summary");
+  app.add_flag("--force", o->force, "Write into a non-empty folder that is not a Korch artifact");
   o->flags.add_to(app);
   o->load.add_to(app);
   return [o]() {
@@ -53,6 +56,12 @@ Command add_compile(CLI::App& app) {
       if (!o->quiet) fmt::print("  {}\n", s);
       std::fflush(stdout);
     };
+    // An artifact folder is rewritten in place; a folder with anything else in it is not ours to
+    // fill (a typo of -o could point at a source tree).
+    if (fs::is_directory(o->out) && !fs::is_empty(o->out) && !fs::exists(fs::path(o->out) / "manifest.json") &&
+        !o->force)
+      fail("-o {}: the folder is not empty and is not a Korch artifact; give an empty or new folder, or --force",
+           o->out);
     warn_if_oversubscribed(o->flags.threads);
     CompileOptions copt = o->flags.options(o->model, say);
     copt.unfused = o->unfused;

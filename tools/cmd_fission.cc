@@ -47,14 +47,14 @@ Graph fission_with_report(const Graph& g, bool print) {
 Command add_fission(CLI::App& app) {
   struct Opts { std::string model, out; LoadFlags load; std::vector<std::string> apply; };
   auto o = std::make_shared<Opts>();
-  app.add_option("model", o->model, "ONNX model file")->required();
+  app.add_option("model", o->model, "ONNX model file, or builtin:NAME")->required();
   app.add_option("-o,--output", o->out, "Output .onnx file for the primitive graph")->required();
   o->load.add_to(app);
   app.add_option("--apply-alternative", o->apply,
                  "Apply every alternative of this rewrite rule (repeatable; 'all'), for experiments and tests; "
                  "the orchestrator normally chooses");
   return [o]() {
-    Graph g = load_onnx(o->model, o->load.options());
+    Graph g = load_model_arg(o->model, o->load.options());
     Graph p = fission_with_report(g, true);
     if (!o->apply.empty()) {
       // 'all' = every rule except scale_before_matmul, the inverse of scale_after_matmul (applying

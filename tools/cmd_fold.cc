@@ -9,11 +9,11 @@ namespace korch::cli {
 Command add_fold(CLI::App& app) {
   struct Opts { std::string model, out; LoadFlags load; };
   auto o = std::make_shared<Opts>();
-  app.add_option("model", o->model, "ONNX model file")->required();
+  app.add_option("model", o->model, "ONNX model file, or builtin:NAME")->required();
   app.add_option("-o,--output", o->out, "Output .onnx file")->required();
   o->load.add_to(app);
   return [o]() {
-    Graph g = load_onnx(o->model, o->load.options());
+    Graph g = load_model_arg(o->model, o->load.options());
     save_onnx(g, o->out);
     fmt::print("wrote {} ({} nodes, opset {})\n", o->out, g.nodes.size(), g.opset);
     return 0;

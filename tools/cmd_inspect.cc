@@ -43,12 +43,12 @@ void print_model_summary(const Graph& g, const std::string& path) {
 Command add_inspect(CLI::App& app) {
   struct Opts { std::string model; LoadFlags load; bool all_tensors = false, ir = false; };
   auto o = std::make_shared<Opts>();
-  app.add_option("model", o->model, "ONNX model file")->required();
+  app.add_option("model", o->model, "ONNX model file, or builtin:NAME")->required();
   o->load.add_to(app);
   app.add_flag("--tensors", o->all_tensors, "List every intermediate tensor too");
   app.add_flag("--ir", o->ir, "Print the graph after loading in the IR text form (large constants elided)");
   return [o]() {
-    Graph g = load_onnx(o->model, o->load.options());
+    Graph g = load_model_arg(o->model, o->load.options());
     if (o->ir) {
       PrintOptions po;
       po.max_constant_elements = 16;

@@ -244,3 +244,33 @@ def test_more_threads_than_cores_is_said(tmp_path):
     r = korch("run", p, "--backend", "cpu", "--cost", "analytic", "--random-inputs", "0", "--outputs", tmp_path / "o2",
               "--threads", "1")
     assert "warning" not in r.stderr, r.stderr
+
+
+def test_compile_refuses_a_foreign_non_empty_folder(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    out = tmp_path / "src"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    args = ("compile", p, "--cost", "analytic", "-o", out, "-q")
+    assert_clean_error(korch(*args), str(out), "not a Korch artifact", "--force")
+    assert korch(*args, "--force").returncode == 0
+    assert (out / "notes.txt").read_text() == "mine"
+    assert korch(*args).returncode == 0, "an artifact folder is rewritten in place"
+
+
+def test_builtin_models_work_everywhere(tmp_path):
+    for args in (("inspect", "builtin:tiny_convnet"), ("fold", "builtin:tiny_convnet", "-o", tmp_path / "f.onnx"),
+                 ("fission", "builtin:tiny_convnet", "-o", tmp_path / "p.onnx")):
+        r = korch(*args)
+        assert r.returncode == 0, (args, r.stderr)
+
+
+def test_bench_leaves_no_temporary_folder_on_failure(tmp_path):
+    import glob
+    import tempfile
+    p = relu_model(tmp_path / "m.onnx", op="NoSuchOp")
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "korch-bench-*")))
+    r = korch("bench", p, "--runs", "1", "--rounds", "1", "--peers", "none")
+    assert r.returncode != 0
+    after = set(glob.glob(os.path.join(tempfile.gettempdir(), "korch-bench-*")))
+    assert after <= before, after - before
