@@ -7,6 +7,7 @@
 // model, and the plan's kernels are checked on the host emulator. Either way the folder is a
 // runnable artifact (runtime/artifact.h) plus plan.json and primitives.txt.
 #include <filesystem>
+#include <set>
 #include <fstream>
 
 #include "commands.h"
@@ -56,12 +57,16 @@ Command add_compile(CLI::App& app) {
       if (!o->quiet) fmt::print("  {}\n", s);
       std::fflush(stdout);
     };
-    // An artifact folder is rewritten in place; a folder with anything else in it is not ours to
-    // fill (a typo of -o could point at a source tree).
-    if (fs::is_directory(o->out) && !fs::is_empty(o->out) && !fs::exists(fs::path(o->out) / "manifest.json") &&
-        !o->force)
-      fail("-o {}: the folder is not empty and is not a Korch artifact; give an empty or new folder, or --force",
-           o->out);
+    // An artifact folder (or what an interrupted compile left of one) is rewritten in place; a
+    // folder with anything else in it is not ours to fill (a typo of -o could name a source tree).
+    if (fs::is_directory(o->out) && !o->force) {
+      static const std::set<std::string> ours = {"kernels", "manifest.json", "plan.json", "primitives.txt",
+                                                 "program.json", "weights.bin"};
+      for (const auto& e : fs::directory_iterator(o->out))
+        if (!ours.count(e.path().filename().string()))
+          fail("-o {}: the folder holds {}, so it is not a Korch artifact; give an empty or new folder, or --force",
+               o->out, e.path().filename().string());
+    }
     warn_if_oversubscribed(o->flags.threads);
     CompileOptions copt = o->flags.options(o->model, say);
     copt.unfused = o->unfused;

@@ -252,10 +252,16 @@ def test_compile_refuses_a_foreign_non_empty_folder(tmp_path):
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     args = ("compile", p, "--cost", "analytic", "-o", out, "-q")
-    assert_clean_error(korch(*args), str(out), "not a Korch artifact", "--force")
+    assert_clean_error(korch(*args), str(out), "notes.txt", "not a Korch artifact", "--force")
     assert korch(*args, "--force").returncode == 0
     assert (out / "notes.txt").read_text() == "mine"
-    assert korch(*args).returncode == 0, "an artifact folder is rewritten in place"
+    art = tmp_path / "art"
+    for _ in range(2):
+        assert korch("compile", p, "--cost", "analytic", "-o", art, "-q").returncode == 0, "an artifact is rewritten"
+    part = tmp_path / "part"
+    (part / "kernels").mkdir(parents=True)  # what an interrupted compile leaves: Korch's names only
+    (part / "weights.bin").write_bytes(b"")
+    assert korch("compile", p, "--cost", "analytic", "-o", part, "-q").returncode == 0
 
 
 def test_builtin_models_work_everywhere(tmp_path):
