@@ -69,6 +69,7 @@ Command add_compile(CLI::App& app) {
     }
     warn_if_oversubscribed(o->flags.threads);
     CompileOptions copt = o->flags.options(o->model, say);
+    if (o->quiet) copt.measured.progress = false;  // -q: no progress bars either
     copt.unfused = o->unfused;
     Graph g = load_model_arg(o->model, o->load.options());
     compile_artifact(o->model, g, o->out, copt, false);

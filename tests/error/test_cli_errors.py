@@ -280,3 +280,11 @@ def test_bench_leaves_no_temporary_folder_on_failure(tmp_path):
     assert r.returncode != 0
     after = set(glob.glob(os.path.join(tempfile.gettempdir(), "korch-bench-*")))
     assert after <= before, after - before
+
+
+def test_quiet_compile_draws_no_progress_bars(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "KORCH_PROGRESS"}
+    r = subprocess.run([KORCH, "compile", "builtin:tiny_convnet", "-o", str(tmp_path / "a"), "-q",
+                        "--tuning-db", str(tmp_path / "t.db")], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "[#" not in r.stderr and "[." not in r.stderr, r.stderr
