@@ -124,7 +124,9 @@ Command add_bench(CLI::App& app) {
   app.add_option("--rounds", o->rounds, "Alternating rounds over the systems")->check(CLI::Range(1, 100));
   app.add_option("--work", o->work, "Folder for the compiled artifacts (default: a temporary folder)");
   app.add_option("--json", o->json, "Also write the results as JSON to this file");
-  app.add_option("--peers", o->peers, "Peers timed in the same rounds (none: only Korch)")
+  CLI::Option* peers_opt = app.add_option("--peers", o->peers,
+                                          "Peers timed in the same rounds (none: only Korch); one named here that "
+                                          "cannot run fails the bench (by default it is only reported)")
       ->delimiter(',')
       ->check(CLI::IsMember({"onnxruntime", "openvino", "none"}))
       ->capture_default_str();
@@ -132,7 +134,7 @@ Command add_bench(CLI::App& app) {
   app.add_flag("--no-unfused", o->no_unfused, "Skip Korch's unfused plan");
   o->cpu.add_to(app);
   o->load.add_to(app);
-  return [o]() {
+  return [o, peers_opt]() {
     if (o->model.empty() == o->artifact.empty()) fail("give either MODEL or --artifact DIR");
     warn_if_oversubscribed(o->cpu.threads);
     cpu::set_cpu_threads(o->cpu.threads);
@@ -273,6 +275,13 @@ Command add_bench(CLI::App& app) {
       std::ofstream f(o->json);
       f << j.dump(2) << "\n";
       if (!f) fail_io("cannot write {}", o->json);
+    }
+    // Peers named on the command line were asked for: not getting them is a failure, said last.
+    if (peers_opt->count() > 0) {
+      std::fflush(stdout);
+      if (!peers_note.empty()) fail("--peers: {}", peers_note);
+      for (const Peer& peer : peers)
+        if (!peer.ok) fail("--peers {}", peer.note);
     }
     return 0;
   };
