@@ -117,6 +117,9 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
                  "their spread; --redo measures again\n",
                  m.noisy, options.measured.measure.max_spread * 100, options.measured.measure.max_remeasures);
     for (const std::string& f : m.failures) fmt::print("  gate failure: {}\n", f);
+    if (m.unchecked_reference)
+      fmt::print("  {} measured kernels are the reference interpreter itself: timed, not checked\n",
+                 m.unchecked_reference);
     for (size_t i = 0; i < m.pruned_examples.size() && i < 3; ++i) fmt::print("  e.g. {}\n", m.pruned_examples[i]);
   } else if (r.target != "cpu") {
     fmt::print("  costs: the analytic {} model (no GPU measured them)\n", r.cost_model);
@@ -145,6 +148,10 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
                    ? ""
                    : fmt::format("; {} failed and were replaced ({} plans; {} overlapping candidates checked, {} failed)",
                                  r.verify.failures.size(), r.verify.rounds, r.verify.gated, r.verify.gate_failures));
+  if (r.verify.ran && r.verify.reference > 0)
+    fmt::print("  not checked: {} kernels are the reference interpreter itself (opaque ops), so there is nothing "
+               "independent to check them against\n",
+               r.verify.reference);
   if (!r.module.empty()) fmt::print("  kernels: {}\n", r.module);
   fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB\n",
              r.memory.arena_bytes / 1e6, r.memory.unfused_arena_bytes / 1e6, r.memory.weights_bytes / 1e6);

@@ -61,6 +61,7 @@ struct VerifyReport {
   bool ran = false;
   std::string device;                 // the check device
   int64_t kernels = 0;                // kernels checked (last round)
+  int64_t reference = 0;              // kernels that are the reference interpreter: not checked
   int rounds = 0;                     // plans written (1 = the first one passed)
   std::vector<std::string> failures;  // "kernel: what differs", every round
   int64_t gated = 0;                  // candidates overlapping a failure, checked on their own

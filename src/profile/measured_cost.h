@@ -50,7 +50,8 @@ struct MeasuredCostOptions {
 
 struct MeasuredCostStats {
   int64_t candidates = 0, signatures = 0, db_hits = 0, unemittable = 0, pruned = 0, noisy = 0,
-          failed = 0, measured = 0, units_compiled = 0, units_cached = 0;
+          failed = 0, measured = 0, units_compiled = 0, units_cached = 0,
+          unchecked_reference = 0;  // timed without the gate: they are the reference interpreter
   double seconds_signatures = 0, seconds_emit = 0, seconds_reference = 0, seconds_compile = 0,
          seconds_measure = 0;
   std::vector<std::string> failures;         // "source path: what differs", first few

@@ -12,6 +12,7 @@
 #include "frontend/onnx_loader.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
+#include "ir/text_format.h"
 #include "ir/tensor_compare.h"
 #include "pipeline/compile.h"
 #include "runtime/executable.h"
@@ -54,6 +55,25 @@ CompileOptions analytic(const std::string& target) {
   o.cost = CostSource::kAnalytic;
   o.model_name = "test";
   return o;
+}
+
+// A kernel that is the reference interpreter (an opaque op) is not counted as checked: checking it
+// would compare the interpreter with itself.
+TEST_F(CompileModel, ReferenceKernelsAreNotReportedAsChecked) {
+  const Graph g = parse_graph(R"(graph t (opset 17) {
+  input x: f32[4,16]
+  const k: i64[1] = [3]
+  %r: f32[4,16] = Relu(x)
+  %v: f32[4,3], %i: i64[4,3] = TopK(r, k) {axis=1}
+  %y: f32[4,3] = Neg(v)
+  output y, i
+})");
+  const CompileResult r = compile_model(g, dir_.string(), analytic("cpu"));
+  ASSERT_TRUE(r.verify.ran);
+  EXPECT_EQ(r.verify.reference, 1);
+  EXPECT_EQ(r.verify.kernels + r.verify.reference, static_cast<int64_t>(r.kernels.size()));
+  EXPECT_GE(r.verify.kernels, 1);  // Relu and Neg are generated, and checked
+  expect_runs_like_the_reference(g, false);
 }
 
 TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {
