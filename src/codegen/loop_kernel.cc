@@ -33,6 +33,7 @@ const std::set<std::string>& supported_ops() {
       "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not", "Cast", "CastLike",
       "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Identity", "Gelu",
       "Mish", "Elu", "Selu", "Celu", "Softsign", "PRelu", "ThresholdedRelu", "Shrink", "Sign", "Mod", "IsNaN",
+      "Asinh", "Acosh", "Atanh", "IsInf",
       // broadcast / layout
       "Expand", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Concat", "Split", "Gather",
       "Pad", "Tile", "DepthToSpace", "SpaceToDepth", "Dropout",
@@ -364,7 +365,7 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
       const PrimitiveKind kind = primitive_kind(g, n);
       if (kind == PrimitiveKind::kLinear || kind == PrimitiveKind::kOpaque || kind == PrimitiveKind::kOperator)
         unsupported(fmt::format("{} is not a loop primitive (it is {})", node_ref(n), primitive_kind_name(kind)));
-      if (!supported_ops().count(n.op_type)) unsupported(fmt::format("{} has no CPU loop emitter", node_ref(n)));
+      if (!supported_ops().count(n.op_type)) unsupported(fmt::format("{} has no loop-kernel emitter", node_ref(n)));
       for (ValueId v : n.outputs)
         if (v != kNoValue) {
           if (!loop_dtype_supported(g.type(v).dtype))

@@ -41,7 +41,8 @@ bool float_only(const std::string& op) {
   static const std::set<std::string> s = {
       "Exp", "Log", "Sqrt", "Tanh", "Erf", "Sin", "Cos", "Tan", "Floor", "Ceil", "Round", "Atan", "Asin",
       "Acos", "Sinh", "Cosh", "IsNaN", "Sigmoid", "Softplus", "Softsign", "Mish", "HardSwish", "HardSigmoid",
-      "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "Gelu", "Reciprocal", "Shrink", "Sum", "Mean"};
+      "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "Gelu", "Reciprocal", "Shrink", "Sum", "Mean",
+      "Asinh", "Acosh", "Atanh", "IsInf"};
   return s.count(op) != 0;
 }
 
@@ -138,6 +139,37 @@ int StageBuilder::elementwise_value(const Node& n, const std::vector<int>& idx) 
     const int er = e_unary(Fn::kErf, e_binary(Fn::kMul, x, c(0.70710678118654752440084436210485)));
     return e_binary(Fn::kMul, e_binary(Fn::kMul, c(0.5), x), e_binary(Fn::kAdd, c(1), er));
   }
+  // The inverse hyperbolic functions through log1p, so they keep their relative precision near 0
+  // (asinh, atanh) and near 1 (acosh); past 1e18 the square would overflow, and log(2x) is exact
+  // to rounding there.
+  if (op == "Asinh") {
+    const int a = e_unary(Fn::kAbs, x);
+    const int sq = e_unary(Fn::kSqrt, e_binary(Fn::kAdd, e_binary(Fn::kMul, a, a), c(1)));
+    const int small = e_unary(Fn::kLog1p, e_binary(Fn::kAdd, a, e_binary(Fn::kDiv, e_binary(Fn::kMul, a, a),
+                                                                         e_binary(Fn::kAdd, c(1), sq))));
+    const int big = e_binary(Fn::kAdd, e_unary(Fn::kLog, a), c(0.69314718055994530942));
+    const int r = e_select(e_binary(Fn::kGt, a, c(1e18)), big, small);
+    return e_select(e_binary(Fn::kLt, x, c(0)), e_unary(Fn::kNeg, r), r);
+  }
+  if (op == "Acosh") {
+    const int xm1 = e_binary(Fn::kSub, x, c(1));
+    const int small = e_unary(Fn::kLog1p, e_binary(Fn::kAdd, xm1, e_unary(Fn::kSqrt, e_binary(Fn::kMul, xm1,
+                                                                                            e_binary(Fn::kAdd, x, c(1))))));
+    const int big = e_binary(Fn::kAdd, e_unary(Fn::kLog, x), c(0.69314718055994530942));
+    return e_select(e_binary(Fn::kGt, x, c(1e18)), big, small);  // x < 1: sqrt of a negative, NaN
+  }
+  if (op == "Atanh")
+    return e_binary(Fn::kMul, c(0.5),
+                    e_unary(Fn::kLog1p, e_binary(Fn::kDiv, e_binary(Fn::kMul, c(2), x), e_binary(Fn::kSub, c(1), x))));
+  if (op == "IsInf") {
+    // x - x is NaN exactly for an infinity (and a NaN, which is not one): no infinite constant needed.
+    const int nan_x = e_unary(Fn::kIsNaN, x);
+    const int inf = e_binary(Fn::kAnd, e_unary(Fn::kNot, nan_x), e_unary(Fn::kIsNaN, e_binary(Fn::kSub, x, x)));
+    const bool neg = n.attrs.get_int("detect_negative", 1) != 0, pos = n.attrs.get_int("detect_positive", 1) != 0;
+    if (neg && pos) return inf;
+    if (!neg && !pos) return e_binary(Fn::kAnd, inf, e_unary(Fn::kNot, inf));
+    return e_binary(Fn::kAnd, inf, e_binary(pos ? Fn::kGt : Fn::kLt, x, c(0)));
+  }
   if (op == "Sign")
     return e_select(e_binary(Fn::kGt, x, c(0)), c(1), e_select(e_binary(Fn::kLt, x, c(0)), c(-1), c(0)));
   if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") {
@@ -176,7 +208,7 @@ int StageBuilder::elementwise_value(const Node& n, const std::vector<int>& idx) 
     if (hi_e >= 0) v = e_select(e_binary(Fn::kGt, v, hi_e), hi_e, v);
     return v;
   }
-  unsupported(fmt::format("{} has no CPU loop emitter", node_ref(n)));
+  unsupported(fmt::format("{} has no loop-kernel emitter", node_ref(n)));
 }
 
 }  // namespace korch::loop

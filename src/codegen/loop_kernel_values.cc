@@ -308,7 +308,7 @@ int StageBuilder::layout_value(const Node& n, int out_pos, const std::vector<int
     }
     return value_at(x, src);
   }
-  unsupported(fmt::format("{} has no CPU loop emitter", node_ref(n)));
+  unsupported(fmt::format("{} has no loop-kernel emitter", node_ref(n)));
 }
 
 }  // namespace korch::loop

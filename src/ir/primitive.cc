@@ -57,6 +57,8 @@ bool operands_match_output(const Graph& g, const Node& n) {
 
 }  // namespace
 
+const std::set<std::string>& elementwise_primitive_ops() { return elementwise_ops(); }
+
 const char* primitive_kind_name(PrimitiveKind k) {
   switch (k) {
     case PrimitiveKind::kElementwise: return "elementwise";

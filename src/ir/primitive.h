@@ -29,6 +29,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "ir/graph.h"
@@ -43,6 +44,9 @@ const char* primitive_kind_name(PrimitiveKind k);
 // larger at stride 1, not 3x3).
 bool separable_max_pool(const Graph& g, const Node& n);
 PrimitiveKind primitive_kind(const Graph& g, const Node& n);
+// The operators counted as elementwise primitives: every backend's loop kernels must cover them
+// or state why not (tests/codegen/loop_ops_test.cc checks it).
+const std::set<std::string>& elementwise_primitive_ops();
 // Counts by kind name over all nodes.
 std::map<std::string, int> primitive_counts(const Graph& g);
 

@@ -53,6 +53,23 @@ std::vector<LoopCase> op_cases() {
     cs.push_back(unary(op));
   cs.push_back(single("Sqrt", {3, 40}, [](GraphBuilder& b, ValueId x) { return b.node("Sqrt", {b.node("Abs", {x})}); }));
   cs.push_back(single("Log", {3, 40}, [](GraphBuilder& b, ValueId x) { return b.node("Log", {b.node("Abs", {x})}); }));
+  // The inverse hyperbolics inside their domains; IsInf on 1/round(x) (x rounds to 0 often: +-inf).
+  cs.push_back(unary("Asinh", {}, {3, 40}));
+  cs.push_back(single("Asinh_wide", {3, 40}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Asinh", {b.node("Mul", {x, b.scalar(1e4f)})});
+  }));
+  cs.push_back(single("Acosh", {3, 40}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Acosh", {b.node("Add", {b.node("Abs", {x}), b.scalar(1.f)})});
+  }));
+  cs.push_back(single("Atanh", {3, 40}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Atanh", {b.node("Mul", {b.node("Tanh", {x}), b.scalar(0.9f)})});
+  }));
+  for (int64_t neg : {0, 1})
+    cs.push_back(single(neg ? "IsInf" : "IsInf_positive", {3, 40}, [neg](GraphBuilder& b, ValueId x) {
+      ValueId r = b.node("Reciprocal", {b.node("Round", {x})});
+      ValueId i = b.node("IsInf", {r}, attrs({{"detect_negative", neg}}));
+      return b.node("Cast", {i}, attrs({{"to", int64_t{1}}}));
+    }));
   cs.push_back(unary("LeakyRelu", attrs({{"alpha", 0.1f}})));
   cs.push_back(unary("HardSigmoid", attrs({{"alpha", 0.3f}, {"beta", 0.4f}})));
   cs.push_back(unary("Gelu", {}, {3, 50}));
