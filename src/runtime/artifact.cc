@@ -220,6 +220,9 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
                              {"device", c.device},
                              {"model", g.name},
                              {"kernels", c.kernels.size()},
+                             // The static memory plan's arena: what the plan's intermediates need at
+                             // their peak (the number a memory budget bounds).
+                             {"peak_intermediate_bytes", mem.arena_bytes},
                              {"memory", program["memory"]}};
   if (module.is_object())
     for (const auto& [k, v] : module.items()) manifest[k] = v;

@@ -177,6 +177,7 @@ TEST_F(ArtifactTest, FilesAndMemoryReport) {
   MemoryReport m = exe->memory();
   // Intermediates a [0,1] and h [2,3] share offset 0; unfused adds m, live with h.
   EXPECT_EQ(m.arena_bytes, 64);
+  EXPECT_EQ(manifest["peak_intermediate_bytes"], 64);  // the arena, recorded for every compile
   EXPECT_EQ(m.intermediate_bytes, 128);
   EXPECT_EQ(m.unfused_arena_bytes, 128);
   EXPECT_EQ(m.weights_bytes, 64);  // w only: half is baked
