@@ -7,12 +7,12 @@
 // model, and the plan's kernels are checked on the host emulator. Either way the folder is a
 // runnable artifact (runtime/artifact.h) plus plan.json and primitives.txt.
 #include <filesystem>
-#include <set>
 #include <fstream>
 
 #include "commands.h"
 #include "compile_flags.h"
 #include "frontend/builtin_models.h"
+#include "runtime/artifact.h"
 #include "support/error.h"
 #include "support/strings.h"
 
@@ -60,10 +60,8 @@ Command add_compile(CLI::App& app) {
     // An artifact folder (or what an interrupted compile left of one) is rewritten in place; a
     // folder with anything else in it is not ours to fill (a typo of -o could name a source tree).
     if (fs::is_directory(o->out) && !o->force) {
-      static const std::set<std::string> ours = {"kernels", "manifest.json", "plan.json", "primitives.txt",
-                                                 "program.json", "weights.bin"};
       for (const auto& e : fs::directory_iterator(o->out))
-        if (!ours.count(e.path().filename().string()))
+        if (!runtime::is_artifact_entry(e.path().filename().string()))
           fail("-o {}: the folder holds {}, so it is not a Korch artifact; give an empty or new folder, or --force",
                o->out, e.path().filename().string());
     }

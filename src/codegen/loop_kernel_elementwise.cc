@@ -142,12 +142,13 @@ int StageBuilder::elementwise_value(const Node& n, const std::vector<int>& idx) 
   // The inverse hyperbolic functions through log1p, so they keep their relative precision near 0
   // (asinh, atanh) and near 1 (acosh); past 1e18 the square would overflow, and log(2x) is exact
   // to rounding there.
+  const double ln2 = 0.69314718055994530942;
   if (op == "Asinh") {
     const int a = e_unary(Fn::kAbs, x);
     const int sq = e_unary(Fn::kSqrt, e_binary(Fn::kAdd, e_binary(Fn::kMul, a, a), c(1)));
     const int small = e_unary(Fn::kLog1p, e_binary(Fn::kAdd, a, e_binary(Fn::kDiv, e_binary(Fn::kMul, a, a),
                                                                          e_binary(Fn::kAdd, c(1), sq))));
-    const int big = e_binary(Fn::kAdd, e_unary(Fn::kLog, a), c(0.69314718055994530942));
+    const int big = e_binary(Fn::kAdd, e_unary(Fn::kLog, a), c(ln2));
     const int r = e_select(e_binary(Fn::kGt, a, c(1e18)), big, small);
     return e_select(e_binary(Fn::kLt, x, c(0)), e_unary(Fn::kNeg, r), r);
   }
@@ -155,7 +156,7 @@ int StageBuilder::elementwise_value(const Node& n, const std::vector<int>& idx) 
     const int xm1 = e_binary(Fn::kSub, x, c(1));
     const int small = e_unary(Fn::kLog1p, e_binary(Fn::kAdd, xm1, e_unary(Fn::kSqrt, e_binary(Fn::kMul, xm1,
                                                                                             e_binary(Fn::kAdd, x, c(1))))));
-    const int big = e_binary(Fn::kAdd, e_unary(Fn::kLog, x), c(0.69314718055994530942));
+    const int big = e_binary(Fn::kAdd, e_unary(Fn::kLog, x), c(ln2));
     return e_select(e_binary(Fn::kGt, x, c(1e18)), big, small);  // x < 1: sqrt of a negative, NaN
   }
   if (op == "Atanh")

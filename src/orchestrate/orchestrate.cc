@@ -133,10 +133,10 @@ OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<Kerne
   // Need rows, one per edge p -> c through a value v that some kernel reads:
   //   m_v + sum(kernels containing both p and c) >= 1.
   // Valid: c is computed by some kernel; if none of those contains p, that kernel reads v, so v is
-  // materialised. The read rows alone only give m_v >= x_j for each reader j separately, and the
-  // LP relaxation exploits that by covering c with many kernels at small weights that each read v
-  // (YOLOv4's detection head: ~1000 fractional candidates at 0.01, bound 3% below the optimum);
-  // this row makes m_v at least c's total coverage by kernels that read v.
+  // materialised. The read rows alone only give m_v >= x_j for each reader j separately; this row
+  // makes m_v at least c's total coverage by kernels that read v. It cuts off LP points that cover
+  // c with many small-weight readers of v, but on YOLOv4's detection head (~1000 fractional
+  // candidates at 0.01) it moved the bound only from 386.316 to 386.321: that gap has another cause.
   const GraphIndex gi(g);
   for (size_t v = 0; v < g.values.size(); ++v) {
     const int mv = materialised[v];
@@ -158,6 +158,18 @@ OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<Kerne
 
 namespace {
 
+// Shares of a region's time limit for the state searches: where the states explode (parallel
+// branches multiply them) the solver makes better use of the time.
+constexpr double kExactSearchShare = 0.15, kWindowedSearchShare = 0.05;
+// Regions with this many candidates report their phases and have their program dumped alone.
+constexpr size_t kBigRegion = 1000;
+
+void write_lp(const std::string& path, const Blp& blp) {
+  std::ofstream f(path);
+  f << to_lp_text(blp);
+  if (!f) fail_io("cannot write {}", path);
+}
+
 // One region's selection (regions.h): the state search, the BLP with its warm start, cycle cuts.
 // `scaled` are the costs the solver sees (dominated variants infinite), `scale` their factor.
 Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& candidates,
@@ -173,14 +185,13 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
   // primitive (always a valid plan when every singleton can be emitted).
   std::vector<int> warm_kernels;
   if (options.dp_state_limit > 0) {
-    // The searches get a quarter of the region's time: where the states explode (parallel
-    // branches multiply them) the solver makes better use of it.
-    sel.dp = shortest_path_over_states(g, candidates, costs, options.dp_state_limit, 0, 0.15 * time_limit_s);
+    sel.dp = shortest_path_over_states(g, candidates, costs, options.dp_state_limit, 0,
+                                       kExactSearchShare * time_limit_s);
     say(sel.dp.completed
             ? fmt::format("no-recompute optimum over {} execution states: {:.6g} ({:.2f} s)", sel.dp.states,
                           sel.dp.cost, sel.dp.seconds)
             : fmt::format("execution states: stopped after {} ({:.1f} s; limits {} states, {:.1f} s)", sel.dp.states,
-                          sel.dp.seconds, options.dp_state_limit, 0.15 * time_limit_s));
+                          sel.dp.seconds, options.dp_state_limit, kExactSearchShare * time_limit_s));
     if (sel.dp.feasible) {
       warm_kernels = sel.dp.chosen;
       sel.warm_start = "no-recompute optimum";
@@ -189,7 +200,7 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
       // good incumbent, which matters on big degenerate programs (YOLOv4).
       for (int window = 24; window >= 4 && warm_kernels.empty(); window /= 2) {
         DpResult w = shortest_path_over_states(g, candidates, costs, options.dp_state_limit, window,
-                                               0.05 * time_limit_s);
+                                               kWindowedSearchShare * time_limit_s);
         if (!w.feasible) continue;
         warm_kernels = w.chosen;
         sel.warm_start = fmt::format("windowed no-recompute search (window {})", window);
@@ -297,11 +308,8 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
       }
     }
   }
-  if (!options.dump_blp_path.empty()) {
-    std::ofstream f(options.dump_blp_path);
-    f << to_lp_text(build_orchestration_blp(g, candidates, scaled, options.allow_recompute).blp);
-    if (!f) fail_io("cannot write {}", options.dump_blp_path);
-  }
+  if (!options.dump_blp_path.empty())
+    write_lp(options.dump_blp_path, build_orchestration_blp(g, candidates, scaled, options.allow_recompute).blp);
 
   std::vector<bool> usable(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i)
@@ -339,17 +347,13 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
       s.push_back(scaled[static_cast<size_t>(i)]);
     }
     // Only the regions big enough to take a while report their phases.
-    const bool talk = reg.candidates.size() >= 1000;
+    const bool big = reg.candidates.size() >= kBigRegion;
     auto region_say = [&](const std::string& line) {
-      if (talk) say(fmt::format("region {}/{} ({} primitives): {}", r + 1, regions.size(), reg.nodes.size(), line));
+      if (big) say(fmt::format("region {}/{} ({} primitives): {}", r + 1, regions.size(), reg.nodes.size(), line));
     };
-    if (!options.dump_blp_path.empty() && reg.candidates.size() >= 1000) {
-      // The big regions' programs too, as their solver sees them (for solver experiments).
-      const std::string path = fmt::format("{}.region{}.lp", options.dump_blp_path, r + 1);
-      std::ofstream f(path);
-      f << to_lp_text(build_orchestration_blp(reg.graph, reg.local_candidates, s, options.allow_recompute).blp);
-      if (!f) fail_io("cannot write {}", path);
-    }
+    if (!options.dump_blp_path.empty() && big)  // as their solver sees them (for solver experiments)
+      write_lp(fmt::format("{}.region{}.lp", options.dump_blp_path, r + 1),
+               build_orchestration_blp(reg.graph, reg.local_candidates, s, options.allow_recompute).blp);
     const double slack = std::max(0.0, options.rel_gap * solved_objective - gap_used) * scale;
     parts[r] = select_in_region(reg.graph, reg.local_candidates, c, s, scale, options,
                                 std::max(1.0, options.time_limit_s - seconds_since(t0)), slack, region_say);

@@ -233,4 +233,10 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
   return mem;
 }
 
+bool is_artifact_entry(const std::string& name) {
+  static const std::set<std::string> entries = {"manifest.json", "program.json", "weights.bin",
+                                                "kernels",       "plan.json",    "primitives.txt"};
+  return entries.count(name) != 0;
+}
+
 }  // namespace korch::runtime

@@ -31,6 +31,10 @@ namespace korch::runtime {
 constexpr int kArtifactVersion = 1;
 constexpr const char* kArtifactFormat = "korch-artifact";
 
+// Whether `name` is one of the entries above (plan.json and primitives.txt included): what a
+// compile writes into an artifact folder, so a folder holding anything else is not one.
+bool is_artifact_entry(const std::string& name);
+
 struct ArtifactKernel {
   nlohmann::json recipe;        // the device's recipe (device.h: carries inputs/outputs/scratch)
   std::vector<ValueId> args;    // recipe inputs then recipe outputs, as graph values
