@@ -174,8 +174,8 @@ void write_lp(const std::string& path, const Blp& blp) {
 // `scaled` are the costs the solver sees (dominated variants infinite), `scale` their factor.
 Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& candidates,
                            const std::vector<double>& costs, const std::vector<double>& scaled, double scale,
-                           const OrchestrateOptions& options, double time_limit_s, double abs_gap,
-                           const std::function<void(const std::string&)>& say) {
+                           const OrchestrateOptions& options, double time_limit_s, double rel_gap,
+                           double abs_gap, const std::function<void(const std::string&)>& say) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
   OrchestrationBlp m = build_orchestration_blp(g, candidates, scaled, options.allow_recompute);
@@ -197,11 +197,17 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
       sel.warm_start = "no-recompute optimum";
     } else {
       // Too many states for the exact search: a windowed one (heuristic) still gives the solver a
-      // good incumbent, which matters on big degenerate programs (YOLOv4).
-      for (int window = 24; window >= 4 && warm_kernels.empty(); window /= 2) {
+      // good incumbent, which matters on big degenerate programs (YOLOv4). Narrow to wide: a
+      // wider window searches a superset of states (its plan is no worse), and once one stops at
+      // a limit a wider one would too (YOLOv4's detection head: 6 finishes in milliseconds, 12
+      // and 24 each spent their whole share, 2.4 s, before they were tried narrow-first).
+      double best = std::numeric_limits<double>::infinity();
+      for (int window = 6; window <= 24; window *= 2) {
         DpResult w = shortest_path_over_states(g, candidates, costs, options.dp_state_limit, window,
                                                kWindowedSearchShare * time_limit_s);
-        if (!w.feasible) continue;
+        if (!w.feasible) break;
+        if (w.cost >= best) continue;
+        best = w.cost;
         warm_kernels = w.chosen;
         sel.warm_start = fmt::format("windowed no-recompute search (window {})", window);
         say(fmt::format("warm start: {} ({} states, {:.6g})", sel.warm_start, w.states, w.cost));
@@ -225,7 +231,7 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
   for (int round = 0;; ++round) {
     SolveOptions so;
     so.time_limit_s = std::max(1.0, time_limit_s - seconds_since(t0));
-    so.rel_gap = options.rel_gap;
+    so.rel_gap = rel_gap;
     so.abs_gap = abs_gap;
     so.warm_start = warm;
     so.solver = options.solver;
@@ -308,6 +314,48 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
       }
     }
   }
+  // Dominance (exact): a kernel K of several primitives is left out when it costs no less than
+  // running it in two parts, a prefix A of its primitives (in topological order) and the rest B,
+  // each part as a candidate of its own or one primitive at a time. A and B read K's inputs and
+  // write every value K writes (full outputs), A then B runs where K ran, so any plan with K has
+  // one without it at no higher cost. A split into primitives is such a chain of splits. With
+  // measured costs this leaves out a third of YOLOv4's fused candidates (slow fusions of big
+  // convolutions); analytic costs have none. Fewer candidates also split the program into more,
+  // smaller regions.
+  {
+    std::vector<double> alone(g.nodes.size(), std::numeric_limits<double>::infinity());
+    std::map<std::vector<NodeId>, double> full_cost;  // as the costs were, before this pass
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i].minimal_outputs || !std::isfinite(scaled[i])) continue;
+      full_cost.emplace(candidates[i].nodes, scaled[i]);
+      if (candidates[i].nodes.size() == 1) alone[static_cast<size_t>(candidates[i].nodes[0])] = scaled[i];
+    }
+    // The cheaper of a part's own candidate (if any) and its primitives one by one.
+    std::vector<NodeId> part;
+    auto part_cost = [&](std::vector<NodeId>::const_iterator b, std::vector<NodeId>::const_iterator e) {
+      double one_by_one = 0;
+      for (auto it = b; it != e; ++it) one_by_one += alone[static_cast<size_t>(*it)];
+      if (e - b == 1) return one_by_one;
+      part.assign(b, e);
+      auto it = full_cost.find(part);
+      return it == full_cost.end() ? one_by_one : std::min(one_by_one, it->second);
+    };
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const std::vector<NodeId>& nodes = candidates[i].nodes;  // sorted: topological
+      if (nodes.size() < 2 || !std::isfinite(scaled[i])) continue;
+      for (auto cut = nodes.begin() + 1; cut != nodes.end(); ++cut) {
+        if (part_cost(nodes.begin(), cut) + part_cost(cut, nodes.end()) <= scaled[i]) {
+          scaled[i] = std::numeric_limits<double>::infinity();
+          ++dominated;
+          break;
+        }
+      }
+    }
+  }
+  // The state searches see the same candidates.
+  std::vector<double> searched(costs);
+  for (size_t i = 0; i < costs.size(); ++i)
+    if (!std::isfinite(scaled[i])) searched[i] = scaled[i];
   if (!options.dump_blp_path.empty())
     write_lp(options.dump_blp_path, build_orchestration_blp(g, candidates, scaled, options.allow_recompute).blp);
 
@@ -317,7 +365,8 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   std::vector<SelectionRegion> regions;
   if (options.split_regions) regions = split_into_regions(g, candidates, usable);
   if (regions.size() <= 1) {
-    Selection sel = select_in_region(g, candidates, costs, scaled, scale, options, options.time_limit_s, 0, say);
+    Selection sel =
+        select_in_region(g, candidates, searched, scaled, scale, options, options.time_limit_s, options.rel_gap, 0, say);
     sel.dominated = dominated;
     return sel;
   }
@@ -335,15 +384,19 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     return regions[a].candidates.size() < regions[b].candidates.size();
   });
   // The relative gap is the whole program's: a region may stop at an absolute gap of what the
-  // regions solved before it leave unused (rel_gap times their objectives, less their gaps), so
-  // the sum of the regions' gaps stays within rel_gap of the sum of their objectives.
+  // regions solved before it leave unused (rel_gap times their objectives, less their gaps), or at
+  // rel_gap of its own objective (CBC stops at the larger), so the sum of the regions' gaps stays
+  // within rel_gap of the sum of their objectives. Regions under kBigRegion candidates are solved
+  // to their optimum (milliseconds each): were they allowed a gap, they would spend the slack the
+  // hard regions need (YOLOv4: 146 small regions stopped at root nodes 3-9% from their bounds,
+  // leaving the detection head none, and it ran to the time limit).
   double solved_objective = 0, gap_used = 0;
   std::vector<Selection> parts(regions.size());
   for (size_t r : by_size) {
     const SelectionRegion& reg = regions[r];
     std::vector<double> c, s;
     for (int i : reg.candidates) {
-      c.push_back(costs[static_cast<size_t>(i)]);
+      c.push_back(searched[static_cast<size_t>(i)]);
       s.push_back(scaled[static_cast<size_t>(i)]);
     }
     // Only the regions big enough to take a while report their phases.
@@ -356,7 +409,8 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
                build_orchestration_blp(reg.graph, reg.local_candidates, s, options.allow_recompute).blp);
     const double slack = std::max(0.0, options.rel_gap * solved_objective - gap_used) * scale;
     parts[r] = select_in_region(reg.graph, reg.local_candidates, c, s, scale, options,
-                                std::max(1.0, options.time_limit_s - seconds_since(t0)), slack, region_say);
+                                std::max(1.0, options.time_limit_s - seconds_since(t0)), big ? options.rel_gap : 0,
+                                big ? slack : 0, region_say);
     solved_objective += parts[r].objective;
     if (parts[r].source == "blp") gap_used += std::max(0.0, parts[r].objective - parts[r].solve.bound);
     else gap_used += parts[r].objective;  // no bound from the solver: count the whole objective

@@ -289,6 +289,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   u.candidates.offer_minimal_outputs = false;
   u.allow_recompute = false;
   u.progress = nullptr;
+  u.dump_blp_path.clear();  // --dump-blp is the plan's program, not this baseline's
   CompileResult ur;
   ur.primitives = p;
   ur.orchestration = orchestrate(p, isolated, u);  // its isolated costs are reported either way

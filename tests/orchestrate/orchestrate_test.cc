@@ -170,7 +170,7 @@ std::vector<double> with_barriers(const Graph& g, const std::vector<KernelCandid
 }
 
 TEST(Orchestrate, RegionsMatchBruteForceAndTheWholeProgram) {
-  int split = 0;
+  int split = 0, loose_split = 0;
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     const int n = 4 + static_cast<int>(seed % 9);  // 4..12 primitives
     const Graph g = random_dag(n, seed + 5000);
@@ -202,9 +202,78 @@ TEST(Orchestrate, RegionsMatchBruteForceAndTheWholeProgram) {
     EXPECT_LE(near.objective, truth * 1.05 + 1e-9) << "seed " << seed;
     EXPECT_LE(near.solve.bound, truth + 1e-9) << "seed " << seed;
     EXPECT_LE(near.solve.gap, 0.05 + 1e-12) << "seed " << seed;
+    // Split, every region here is small enough to be solved to its optimum, leaving the gap to the
+    // big regions (none here): a region that stopped at its share would spend what they need.
+    if (near.regions > 1) {
+      EXPECT_NEAR(near.objective, truth, 1e-6) << "seed " << seed;
+      ++loose_split;
+    }
   }
+  EXPECT_GT(loose_split, 50);
   EXPECT_GT(split, 100) << "the barriers must split most graphs for the test to mean anything";
   RecordProperty("split", split);
+}
+
+// Regions small enough to solve exactly are solved exactly even when a gap is allowed. Region 1:
+// p1, p2, p3 (pairs 1.0, alone 0.8 each) and q (20; with p1, 20.79): LP bound at most 21.5 (every
+// pair at one half), optimum 21.79 ({p1,q} and {p2,p3}), warm start 22.4 (one kernel per
+// primitive): within 5% of the bound, so a region allowed its own 5% may stop at the warm start.
+TEST(Orchestrate, SmallRegionsAreSolvedExactlyUnderAGap) {
+  const Graph g = parse_graph(R"(graph t (opset 17) {
+  input x: f32[8]
+  input y: f32[8]
+  %p1: f32[8] = Relu(x)
+  %p2: f32[8] = Neg(x)
+  %p3: f32[8] = Exp(x)
+  %q: f32[8] = Abs(x)
+  %r: f32[8] = Neg(y)
+  output p1, p2, p3, q, r
+})");
+  std::vector<KernelCandidate> cands;
+  std::vector<double> costs;
+  const std::vector<std::pair<std::vector<NodeId>, double>> kernels = {
+      {{0}, 0.8}, {{1}, 0.8}, {{2}, 0.8}, {{3}, 20}, {{4}, 1}, {{0, 1}, 1}, {{1, 2}, 1}, {{0, 2}, 1}, {{0, 3}, 20.79}};
+  for (const auto& [nodes, cost] : kernels) {
+    cands.push_back(make_candidate(g, nodes, false));
+    costs.push_back(cost);
+  }
+  OrchestrateOptions opt = exact(true);
+  opt.dp_state_limit = 0;  // the warm start is one kernel per primitive
+  const Selection best = select_kernels(g, cands, costs, opt);
+  ASSERT_EQ(best.regions, 2);
+  ASSERT_NEAR(best.objective, 22.79, 1e-9);
+  opt.rel_gap = 0.05;
+  const Selection loose = select_kernels(g, cands, costs, opt);
+  EXPECT_NEAR(loose.objective, 22.79, 1e-9);
+  EXPECT_EQ(loose.solve.gap, 0.0);
+}
+
+// A fused kernel that costs no less than its primitives one by one is left out (dominated), and
+// the optimum is unchanged: a -> b -> c, fusions of two cost their parts' sum, of three a little
+// more; only the singletons remain.
+TEST(Orchestrate, FusionsNoCheaperThanTheirPrimitivesAreLeftOut) {
+  const Graph g = parse_graph(R"(graph t (opset 17) {
+  input x: f32[8]
+  %a: f32[8] = Relu(x)
+  %b: f32[8] = Neg(a)
+  %c: f32[8] = Exp(b)
+  output c
+})");
+  const CandidateSet cs = enumerate_candidates(g, unbounded());
+  std::vector<double> costs;
+  int fused = 0;
+  for (const KernelCandidate& k : cs.candidates) {
+    costs.push_back(static_cast<double>(k.nodes.size()) + (k.nodes.size() == 3 ? 0.01 : 0.0));
+    fused += k.nodes.size() > 1;
+  }
+  ASSERT_GT(fused, 2);
+  for (bool recompute : {true, false}) {
+    const Selection sel = select_kernels(g, cs.candidates, costs, exact(recompute));
+    EXPECT_EQ(sel.dominated, fused);
+    EXPECT_NEAR(sel.objective, 3.0, 1e-9);
+    EXPECT_NEAR(sel.objective, brute_force_optimum(g, cs.candidates, costs), 1e-9);
+    EXPECT_EQ(sel.order.size(), 3u);
+  }
 }
 
 // The state search stops at its time limit as it does at its state limit.
