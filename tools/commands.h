@@ -22,6 +22,8 @@ Command add_fission(CLI::App& app);
 Command add_compile(CLI::App& app);
 Command add_explain(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_cache(CLI::App& app);
+Command add_devices(CLI::App& app);
 // Runs fission; with `print`, reports primitive counts by kind and operators kept whole.
 korch::Graph fission_with_report(const korch::Graph& g, bool print);
 

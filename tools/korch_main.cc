@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   add("fold", "Write the model after the frontend (folded, simplified, static shapes) as ONNX", korch::cli::add_fold);
   add("ops", "List the supported ONNX operators and their opset ranges", korch::cli::add_ops);
   add("run", "Run a model on inputs from .npy files (or seeded random inputs)", korch::cli::add_run);
+  add("devices", "Which backends this machine can compile for, run on and time (and why not)", korch::cli::add_devices);
+  add("cache", "Show or clear the cache: compiled kernels and the tuning database", korch::cli::add_cache);
   // `korch help [COMMAND]` is `korch [COMMAND] --help`; a word that is no command gets the nearest.
   std::vector<std::string> args(argv, argv + argc);
   if (args.size() >= 2 && args[1] == "help") {

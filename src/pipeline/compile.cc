@@ -17,6 +17,8 @@
 #include "profile/in_model.h"
 #include "profile/kernel_check.h"
 #include "runtime/artifact.h"
+#include "support/cache_folder.h"
+#include "support/host_compiler.h"
 #include "support/error.h"
 #include "support/strings.h"
 
@@ -329,6 +331,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
 CompileResult compile_model(const Graph& model, const std::string& artifact_dir, const CompileOptions& o) {
   auto say = [&](const std::string& s) { if (o.log) o.log(s); };
   const auto t_start = Clock::now();
+  const int64_t cache_limit = cache_cap();  // a malformed $KORCH_CACHE_MAX_SIZE fails before any work
   BackendOptions bo;
   bo.cpu_threads = o.cpu_threads;
   std::unique_ptr<Backend> owned = o.backend ? nullptr : make_backend(o.target, bo);
@@ -452,6 +455,13 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
     // warm compile of a big model inside half a minute.
     opt.time_limit_s = std::min(opt.time_limit_s, 8.0);
     close_the_loop(artifact_dir, p, *backend, *in_model, *measured, opt, o, r, plan, say);
+  }
+  // The compiled-kernel cache stays under its cap (cache_folder.h): least recently used out first.
+  if (cache_limit >= 0) {
+    const TrimResult trimmed = trim_compiled(korch_cache_root(), cache_limit);
+    if (trimmed.files_removed)
+      say(fmt::format("kernel cache over its {} cap: removed the {} least recently used files ({})",
+                      format_size(cache_limit), trimmed.files_removed, format_size(trimmed.bytes_removed)));
   }
   r.meta.timing["total"] = since(t_start);
   return r;

@@ -61,8 +61,15 @@ std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& s
     std::string key = content_hash(key_prefix + "\n" + sources[i]);
     out[i].source_path = dir + "/" + key + ".cc";
     out[i].library_path = dir + "/" + key + ".so";
-    if (fs::exists(out[i].library_path)) out[i].cached = true;
-    else todo.push_back(i);
+    if (fs::exists(out[i].library_path)) {
+      out[i].cached = true;
+      // Its use, for the cache's least-recently-used trimming (cache_folder.h).
+      const auto now = fs::file_time_type::clock::now();
+      fs::last_write_time(out[i].library_path, now, ec);
+      fs::last_write_time(out[i].source_path, now, ec);
+    } else {
+      todo.push_back(i);
+    }
   }
 
   std::atomic<size_t> next{0};

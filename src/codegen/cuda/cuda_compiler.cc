@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "codegen/kernel_signature.h"
+#include "support/host_compiler.h"
 #include "support/error.h"
 
 namespace korch::cuda {
@@ -84,9 +85,7 @@ const Nvrtc& nvrtc() {
 
 std::string cache_dir_of(const NvrtcConfig& config) {
   if (!config.cache_dir.empty()) return config.cache_dir;
-  if (const char* d = std::getenv("KORCH_CACHE_DIR"); d && *d) return std::string(d) + "/cuda";
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/tmp") + "/.cache/korch/cuda";
+  return korch_cache_root() + "/cuda";
 }
 
 // temp file + rename: a killed run leaves no half file under the final name.
