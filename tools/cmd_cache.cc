@@ -13,7 +13,7 @@ namespace {
 int64_t tuning_records(const CacheEntry& e) {
   if (!e.exists) return 0;
   try {
-    return TuningDb::open(TuningDb::default_path())->size();
+    return TuningDb::open(e.path)->size();
   } catch (const Error&) {
     return -1;  // unreadable: info still lists it
   }

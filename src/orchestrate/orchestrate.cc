@@ -301,17 +301,15 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   // same primitives can be replaced by it in any plan (same inputs, more outputs), so it is left
   // out. Compute-bound kernels tie this way, which on big programs removes many variables.
   int64_t dominated = 0;
-  {
-    std::map<std::vector<NodeId>, size_t> full_of;
-    for (size_t i = 0; i < candidates.size(); ++i)
-      if (!candidates[i].minimal_outputs) full_of.emplace(candidates[i].nodes, i);
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (!candidates[i].minimal_outputs) continue;
-      auto it = full_of.find(candidates[i].nodes);
-      if (it != full_of.end() && scaled[it->second] <= scaled[i]) {
-        scaled[i] = std::numeric_limits<double>::infinity();
-        ++dominated;
-      }
+  std::map<std::vector<NodeId>, size_t> full_of;  // primitives -> their full-output candidate
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (!candidates[i].minimal_outputs) full_of.emplace(candidates[i].nodes, i);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!candidates[i].minimal_outputs) continue;
+    auto it = full_of.find(candidates[i].nodes);
+    if (it != full_of.end() && scaled[it->second] <= scaled[i]) {
+      scaled[i] = std::numeric_limits<double>::infinity();
+      ++dominated;
     }
   }
   // Dominance (exact): a kernel K of several primitives is left out when it costs no less than
@@ -323,13 +321,11 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   // convolutions); analytic costs have none. Fewer candidates also split the program into more,
   // smaller regions.
   {
+    const std::vector<double> before = scaled;  // parts are priced as they were before this pass
     std::vector<double> alone(g.nodes.size(), std::numeric_limits<double>::infinity());
-    std::map<std::vector<NodeId>, double> full_cost;  // as the costs were, before this pass
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (candidates[i].minimal_outputs || !std::isfinite(scaled[i])) continue;
-      full_cost.emplace(candidates[i].nodes, scaled[i]);
-      if (candidates[i].nodes.size() == 1) alone[static_cast<size_t>(candidates[i].nodes[0])] = scaled[i];
-    }
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (!candidates[i].minimal_outputs && candidates[i].nodes.size() == 1)
+        alone[static_cast<size_t>(candidates[i].nodes[0])] = scaled[i];
     // The cheaper of a part's own candidate (if any) and its primitives one by one.
     std::vector<NodeId> part;
     auto part_cost = [&](std::vector<NodeId>::const_iterator b, std::vector<NodeId>::const_iterator e) {
@@ -337,8 +333,8 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
       for (auto it = b; it != e; ++it) one_by_one += alone[static_cast<size_t>(*it)];
       if (e - b == 1) return one_by_one;
       part.assign(b, e);
-      auto it = full_cost.find(part);
-      return it == full_cost.end() ? one_by_one : std::min(one_by_one, it->second);
+      auto it = full_of.find(part);
+      return it == full_of.end() ? one_by_one : std::min(one_by_one, before[it->second]);
     };
     for (size_t i = 0; i < candidates.size(); ++i) {
       const std::vector<NodeId>& nodes = candidates[i].nodes;  // sorted: topological

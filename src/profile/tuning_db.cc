@@ -2,12 +2,12 @@
 
 #include <sqlite3.h>
 
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <system_error>
 
 #include "support/error.h"
+#include "support/host_compiler.h"
 
 namespace korch {
 
@@ -80,11 +80,7 @@ std::string make_tuning_key(const std::string& signature, const std::string& dev
   return signature + "|" + device + "|g" + std::to_string(generator);
 }
 
-std::string TuningDb::default_path() {
-  if (const char* d = std::getenv("KORCH_CACHE_DIR"); d && *d) return std::string(d) + "/tuning.db";
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/tmp") + "/.cache/korch/tuning.db";
-}
+std::string TuningDb::default_path() { return korch_cache_root() + "/tuning.db"; }
 
 TuningDb::TuningDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
 
