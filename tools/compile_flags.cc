@@ -75,11 +75,8 @@ CompileOptions CompileFlags::options(const std::string& model, const std::functi
   o.cpu_threads = threads;
   o.orchestrate = orchestrate.options();
   o.orchestrate.progress = say;
-  // Measured costs need a device to time kernels on: the CPU always; a GPU for cuda (none here
-  // yet: the CUDA runtime is the next step), so cuda defaults to analytic.
-  const std::string c = !cost.empty() ? cost : target == "cpu" ? "measured" : "analytic";
-  o.cost = c == "analytic" ? CostSource::kAnalytic : CostSource::kMeasured;
-  if (orchestrate.gap < 0) o.orchestrate.rel_gap = o.cost == CostSource::kMeasured ? kMeasuredGap : 0.0;
+  o.cost = cost.empty() ? default_cost_source(target) : cost == "analytic" ? CostSource::kAnalytic : CostSource::kMeasured;
+  if (orchestrate.gap < 0) o.orchestrate.rel_gap = default_gap(o.cost);
   if (!spec_file.empty()) o.spec = device_spec_from_json(read_file_bytes(spec_file), spec_file);
   else if (measure_device && target == "cpu") o.spec = measure_cpu_spec(threads);
   o.measured.db_path = tuning_db;

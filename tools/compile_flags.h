@@ -21,11 +21,6 @@ struct OrchestrateFlags {
   OrchestrateOptions options() const;
 };
 
-// Measured costs carry a few percent of noise (spread is recorded per kernel); proving a plan
-// optimal to 0% over them buys nothing, and on some models (vit_b_16, convnext_tiny) CBC then runs
-// to its time limit. The solver stops within 0.5% of its bound instead, unless --gap says otherwise.
-constexpr double kMeasuredGap = 0.005;
-
 struct CompileFlags {
   std::string target = "cpu";
   std::string cost;  // "" = measured where the target has a timing device, else analytic

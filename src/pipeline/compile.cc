@@ -328,6 +328,10 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
 
 }  // namespace
 
+CostSource default_cost_source(const std::string& target) {
+  return target == "cpu" ? CostSource::kMeasured : CostSource::kAnalytic;
+}
+
 CompileResult compile_model(const Graph& model, const std::string& artifact_dir, const CompileOptions& o) {
   auto say = [&](const std::string& s) { if (o.log) o.log(s); };
   const auto t_start = Clock::now();

@@ -95,6 +95,15 @@ struct CompileResult {
   PlanMetadata meta;                   // timing per phase
 };
 
+// The defaults the CLI and the Python API share. Measured costs need a device to time kernels on:
+// the CPU always; a GPU for cuda (the CUDA runtime is not built yet), so cuda defaults to analytic.
+CostSource default_cost_source(const std::string& target);
+// Measured costs carry a few percent of noise (spread is recorded per kernel); proving a plan
+// optimal to 0% over them buys nothing, and on some models (vit_b_16, convnext_tiny) CBC then runs
+// to its time limit. The solver stops within 0.5% of its bound instead, unless asked otherwise.
+constexpr double kMeasuredGap = 0.005;
+inline double default_gap(CostSource cost) { return cost == CostSource::kMeasured ? kMeasuredGap : 0.0; }
+
 // Throws korch::Error naming the node and op when a primitive has no kernel on the target,
 // (kUnsupported) when the target cannot do what is asked here (measured costs without a GPU),
 // and when the artifact cannot be written.
