@@ -288,3 +288,37 @@ def test_quiet_compile_draws_no_progress_bars(tmp_path):
                         "--tuning-db", str(tmp_path / "t.db")], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "[#" not in r.stderr and "[." not in r.stderr, r.stderr
+
+
+# An artifact's kernel library carries the x86 extensions it was compiled for (korch_kernels_isa);
+# loaded on a CPU that lacks one, it is rebuilt for this CPU, or the error names what is missing.
+def _artifact_needing(tmp_path, feature, keep_source):
+    out = tmp_path / "art"
+    r = korch("compile", "builtin:tiny_convnet", "--cost", "analytic", "-o", out, "-q")
+    assert r.returncode == 0, r.stderr
+    src = out / "kernels" / "kernels.cc"
+    original = src.read_text()
+    probe = 'const char* korch_kernels_isa() {\n  return ""\n'
+    assert probe in original, "the library says which extensions it needs"
+    src.write_text(original.replace(probe, probe + f'      " {feature}"\n'))
+    b = subprocess.run(["sh", str(out / "kernels" / "build.sh")], capture_output=True, text=True)
+    assert b.returncode == 0, b.stderr
+    if not keep_source:
+        src.write_text(original)
+    return out
+
+
+def test_library_built_for_another_cpu_is_rebuilt(tmp_path):
+    out = _artifact_needing(tmp_path, "made_up_feature", keep_source=False)
+    r = korch("run", "--artifact", out, "--random-inputs", "1", "--outputs", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert "rebuilt its kernel library first" in r.stdout, r.stdout
+    r = korch("run", "--artifact", out, "--random-inputs", "1", "--outputs", tmp_path / "o2")
+    assert r.returncode == 0 and "rebuilt" not in r.stdout, r.stdout + r.stderr
+
+
+def test_library_this_cpu_cannot_run_is_a_clear_error(tmp_path):
+    out = _artifact_needing(tmp_path, "made_up_feature", keep_source=True)
+    r = korch("run", "--artifact", out, "--random-inputs", "1", "--outputs", tmp_path / "o")
+    assert_clean_error(r, "libkernels.so", "made_up_feature", "this CPU lacks")
+    assert r.returncode == 3

@@ -34,5 +34,18 @@ TEST(DeviceId, ThisMachineIsStable) {
   EXPECT_NE(a, cpu_device_id(8));
 }
 
+TEST(DeviceId, MissingCpuFeatures) {
+  const std::set<std::string> have = cpu_flags_from_cpuinfo("model name : X\nflags : fpu sse4_2 avx avx2 fma\n");
+  EXPECT_EQ(have.count("avx2"), 1u);
+  EXPECT_TRUE(missing_cpu_features(" avx avx2 fma", have).empty());
+  EXPECT_EQ(missing_cpu_features(" avx2 avx512f  avx512bw", have), (std::vector<std::string>{"avx512f", "avx512bw"}));
+  EXPECT_TRUE(missing_cpu_features("", {}).empty());
+  // The probe names each extension by its compiler macro and its /proc/cpuinfo flag.
+  const std::string probe = isa_probe_source();
+  EXPECT_NE(probe.find(std::string("const char* ") + kIsaProbeSymbol + "()"), std::string::npos) << probe;
+  EXPECT_NE(probe.find("#ifdef __AVX2__\n      \" avx2\"\n#endif"), std::string::npos) << probe;
+  EXPECT_NE(probe.find("#ifdef __BMI__\n      \" bmi1\""), std::string::npos) << probe;
+}
+
 }  // namespace
 }  // namespace korch

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/cpu/cpu_loop_emitter_internal.h"
+#include "runtime/cpu/cpu_device_id.h"
 #include "support/error.h"
 
 namespace korch::cpu {
@@ -74,7 +75,7 @@ static inline int64_t korch_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t korch_floordiv(int64_t a, int64_t k) { int64_t q = a / k; return (a % k != 0 && a < 0) ? q - 1 : q; }
 static inline int64_t korch_floormod(int64_t a, int64_t k) { int64_t r = a % k; return r < 0 ? r + k : r; }
 )";
-  return s;
+  return s + isa_probe_source();
 }
 
 void emit_cpu_loop_kernel(const LoopKernel& k, const std::string& symbol, const std::vector<int>& input_slots,

@@ -3,7 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "runtime/cpu/cpu_device_id.h"
 #include "support/error.h"
 #include "support/file_io.h"
 #include "support/process.h"
@@ -37,6 +42,17 @@ std::string build_script(const HostCompilerConfig& config) {
          "' is not installed (install build-essential, or set KORCH_CXX when compiling)\" >&2; exit 127; }\n" +
          host_compile_command(config, "kernels.cc", "libkernels.so.tmp") + "\n" +
          "mv -f libkernels.so.tmp libkernels.so\n";
+}
+
+// "" when this CPU has every extension `lib` was compiled for (or it does not say: an artifact
+// older than the check); else what it lacks.
+std::string missing_isa(const SharedLibrary& lib) {
+  auto* isa = reinterpret_cast<const char* (*)()>(lib.symbol(kIsaProbeSymbol));
+  if (!isa) return "";
+  const std::set<std::string> have = host_cpu_flags();
+  if (have.empty()) return "";  // no /proc/cpuinfo: nothing to check against
+  std::vector<std::string> missing = missing_cpu_features(isa(), have);
+  return missing.empty() ? "" : fmt::format("{}", fmt::join(missing, " "));
 }
 
 }  // namespace
@@ -73,7 +89,12 @@ std::shared_ptr<CpuModule> load_cpu_module(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(lib, ec)) {
     try {
-      return std::make_shared<CpuModule>(SharedLibrary::open(lib.string()));
+      auto l = SharedLibrary::open(lib.string());
+      // A library built on another machine (-march=native there) may use extensions this CPU
+      // lacks: it is rebuilt for this one before any kernel runs.
+      const std::string missing = missing_isa(*l);
+      if (missing.empty()) return std::make_shared<CpuModule>(std::move(l));
+      why = "built for a CPU with " + missing + ", which this CPU lacks";
     } catch (const Error& e) {
       why = std::string("unloadable (") + e.what() + ")";
     }
@@ -83,7 +104,12 @@ std::shared_ptr<CpuModule> load_cpu_module(const std::string& dir) {
   std::string log;
   if (run_shell("/bin/sh " + shell_quote(script.string()), &log) != 0)
     fail_io("{} is {}; rebuilding it with {} failed: {}", lib.string(), why, script.string(), log.substr(0, 2000));
-  return std::make_shared<CpuModule>(SharedLibrary::open(lib.string()), true);
+  auto rebuilt = SharedLibrary::open(lib.string());
+  if (const std::string missing = missing_isa(*rebuilt); !missing.empty())
+    fail_unsupported("{} is {}; rebuilt with {}, it still needs {}, which this CPU lacks (the compile command in "
+                     "that script asks for them)",
+                     lib.string(), why, script.string(), missing);
+  return std::make_shared<CpuModule>(std::move(rebuilt), true);
 }
 
 }  // namespace korch::cpu
