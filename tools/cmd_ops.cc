@@ -1,6 +1,10 @@
 // korch ops: the supported operators with their opset ranges (the README table is generated from
-// this, so it cannot drift from the code).
+// this, so it cannot drift from the code). If and Loop are not registered operators: the frontend
+// inlines or unrolls them (frontend/control_flow.h), and only under the condition printed.
+#include <algorithm>
+
 #include "commands.h"
+#include "frontend/control_flow.h"
 #include "ir/op_registry.h"
 
 namespace korch::cli {
@@ -9,14 +13,27 @@ Command add_ops(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
   app.add_flag("--markdown", *markdown, "Print a Markdown table");
   return [markdown]() {
-    auto ops = OpRegistry::global().all();
+    struct Row {
+      std::string op_type;
+      int min_opset, max_opset;
+      std::string condition;
+    };
+    std::vector<Row> rows;
+    for (const OpDef* d : OpRegistry::global().all())
+      rows.push_back({d->op_type, std::max(d->min_opset, kMinOpset), d->max_opset, ""});
+    for (const InlinedOp& c : inlined_control_flow_ops())
+      rows.push_back({c.op_type, c.min_opset, c.max_opset, c.condition});
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.op_type < b.op_type; });
     if (*markdown) {
       fmt::print("| operator | opsets |\n|---|---|\n");
-      for (const OpDef* d : ops)
-        fmt::print("| {} | {}–{} |\n", d->op_type, std::max(d->min_opset, kMinOpset), d->max_opset);
+      for (const Row& r : rows)
+        fmt::print("| {} | {}–{}{} |\n", r.op_type, r.min_opset, r.max_opset,
+                   r.condition.empty() ? "" : ", " + r.condition);
     } else {
-      for (const OpDef* d : ops) fmt::print("{:<28} opsets {}..{}\n", d->op_type, std::max(d->min_opset, kMinOpset), d->max_opset);
-      fmt::print("{} operators\n", ops.size());
+      for (const Row& r : rows)
+        fmt::print("{:<28} opsets {}..{}{}\n", r.op_type, r.min_opset, r.max_opset,
+                   r.condition.empty() ? "" : "  (" + r.condition + ")");
+      fmt::print("{} operators\n", rows.size());
     }
     return 0;
   };

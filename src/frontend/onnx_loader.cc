@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "frontend/control_flow.h"
 #include "frontend/shape_inference.h"
 #include "frontend/simplify.h"
 #include "ir/op_registry.h"
@@ -135,8 +136,33 @@ AttrValue attr_from_proto(const onnx::AttributeProto& a, const std::string& base
     case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
     case A::TENSOR: return tensor_from_proto(a.t(), base_dir);
     case A::GRAPH: case A::GRAPHS:
-      fail_unsupported("attribute '{}' holds a subgraph; control flow (If/Loop/Scan) is not supported", a.name());
+      fail_unsupported("attribute '{}' holds a subgraph; Korch supports subgraphs only in If and Loop nodes it can "
+                       "inline (control_flow.h)",
+                       a.name());
     default: fail_unsupported("attribute '{}' has unsupported attribute type {}", a.name(), static_cast<int>(a.type()));
+  }
+}
+
+// The default-domain opset the model declares (or LoadOptions::assume_opset); -1 when none.
+int model_opset(const onnx::ModelProto& model, const LoadOptions& options) {
+  int opset = -1;
+  for (const auto& imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
+  return options.assume_opset > 0 ? options.assume_opset : opset;
+}
+
+// Unknown operators are reported first: that is the most useful thing to tell a user. Control-flow
+// nodes are control_flow.h's to judge.
+void check_operators_known(const onnx::ModelProto& model, int opset) {
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const auto& np = model.graph().node(i);
+    bool default_domain = np.domain().empty() || np.domain() == "ai.onnx";
+    if (is_control_flow(np)) continue;
+    if (!default_domain || !OpRegistry::global().find(np.op_type())) {
+      std::string where = default_domain ? fmt::format("opset {}", opset) : fmt::format("domain '{}'", np.domain());
+      fail_unsupported("node '{}': unsupported operator '{}' ({})", np.name().empty() ? fmt::format("{}_{}", np.op_type(), i) : np.name(),
+                       np.op_type(), where);
+    }
   }
 }
 
@@ -144,20 +170,8 @@ Graph convert_model(const onnx::ModelProto& model, const std::string& path, cons
   const std::string base_dir = fs::path(path).parent_path().string();
   Graph g;
   g.name = model.graph().name().empty() ? "main" : model.graph().name();
-  int opset = -1;
-  for (const auto& imp : model.opset_import())
-    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
-  if (options.assume_opset > 0) opset = options.assume_opset;
-  // Unknown operators are reported first: that is the most useful thing to tell a user.
-  for (int i = 0; i < model.graph().node_size(); ++i) {
-    const auto& np = model.graph().node(i);
-    bool default_domain = np.domain().empty() || np.domain() == "ai.onnx";
-    if (!default_domain || !OpRegistry::global().find(np.op_type())) {
-      std::string where = default_domain ? fmt::format("opset {}", opset) : fmt::format("domain '{}'", np.domain());
-      fail_unsupported("node '{}': unsupported operator '{}' ({})", np.name().empty() ? fmt::format("{}_{}", np.op_type(), i) : np.name(),
-                       np.op_type(), where);
-    }
-  }
+  int opset = model_opset(model, options);
+  check_operators_known(model, opset);
   if (opset < 0) {
     if (model.opset_import_size() == 0 && model.graph().node_size() == 0) opset = kMaxOpset;
     else fail("model declares no default-domain opset");
@@ -312,6 +326,20 @@ Graph load_onnx_bytes(const std::string& bytes, const std::string& path, const L
   if (!model.has_graph()) fail("'{}': not a valid ONNX model (no graph)", path);
   Graph g;
   try {
+    // If/Loop are spliced into the main graph first; a condition or trip count is evaluated by
+    // converting and folding the part of the model it is computed from.
+    check_operators_known(model, model_opset(model, options));
+    inline_control_flow(model, options, [&](const onnx::ModelProto& cone, const LoadOptions& cone_options) {
+      try {
+        Graph c = convert_model(cone, path, cone_options);
+        infer_shapes_and_fold(c, path);
+        return c;
+      } catch (const Error& e) {  // the caller names the model once
+        std::string msg = e.what();
+        if (msg.rfind(path + ": ", 0) == 0) msg.erase(0, path.size() + 2);
+        throw Error(e.code(), msg);
+      }
+    });
     g = convert_model(model, path, options);
   } catch (const Error& e) {
     if (std::string(e.what()).rfind(path, 0) == 0) throw;

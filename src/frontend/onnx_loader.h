@@ -1,7 +1,8 @@
 // ONNX frontend: the only code that touches protobuf.
 //
-// load_onnx(path) reads a .onnx file (external-data initializers included), converts it to a
-// Graph, fixes input shapes, then runs shape inference with constant folding (shape_inference.h)
+// load_onnx(path) reads a .onnx file (external-data initializers included), splices If/Loop
+// nodes into the main graph where their condition or trip count is a constant (control_flow.h),
+// converts it to a Graph, fixes input shapes, then runs shape inference with constant folding (shape_inference.h)
 // and simplification (simplify.h). After it returns, every value has a static dtype and shape,
 // every node is a supported op, and the graph passes verify_graph().
 //
