@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "compile_flags.h"
 #include "frontend/builtin_models.h"
+#include "json_out.h"
 #include "runtime/artifact.h"
 #include "support/error.h"
 #include "support/strings.h"
@@ -39,7 +40,7 @@ std::string model_file_for_peer(const std::string& model, const std::string& scr
 Command add_compile(CLI::App& app) {
   struct Opts {
     std::string model, out;
-    bool quiet = false, unfused = false, force = false;
+    bool quiet = false, unfused = false, force = false, json = false;
     CompileFlags flags;
     LoadFlags load;
   };
@@ -49,12 +50,14 @@ Command add_compile(CLI::App& app) {
   app.add_option("--device", o->flags.target, "Target device")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_flag("--unfused", o->unfused, "Compile the baseline instead: one kernel per primitive, no search");
   app.add_flag("-q,--quiet", o->quiet, "Print only the summary");
+  app.add_flag("--json", o->json, "Print the summary as one JSON document instead, and no progress (README: korch --json)");
   app.add_flag("--force", o->force, "Write into a non-empty folder that is not a Korch artifact");
   o->flags.add_to(app);
   o->load.add_to(app);
   return [o]() {
-    auto say = [o](const std::string& s) {
-      if (!o->quiet) fmt::print("  {}\n", s);
+    const bool quiet = o->quiet || o->json;
+    auto say = [quiet](const std::string& s) {
+      if (!quiet) fmt::print("  {}\n", s);
       std::fflush(stdout);
     };
     // An artifact folder (or what an interrupted compile left of one) is rewritten in place; a
@@ -67,10 +70,20 @@ Command add_compile(CLI::App& app) {
     }
     warn_if_oversubscribed(o->flags.threads);
     CompileOptions copt = o->flags.options(o->model, say);
-    if (o->quiet) copt.measured.progress = false;  // -q: no progress bars either
+    if (quiet) copt.measured.progress = false;  // -q, --json: no progress bars either
     copt.unfused = o->unfused;
     Graph g = load_model_arg(o->model, o->load.options());
-    compile_artifact(o->model, g, o->out, copt, false);
+    if (!o->json) {
+      compile_artifact(o->model, g, o->out, copt, false);
+      return 0;
+    }
+    nlohmann::json summary;
+    {
+      StdoutToStderr guard;  // a solver's log (--verbose-solver) must not land in the document
+      CompileResult r = compile_artifact(o->model, g, o->out, copt, true);
+      summary = compile_summary_json(o->model, r, o->out, copt);
+    }
+    print_json(summary);
     return 0;
   };
 }

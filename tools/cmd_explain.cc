@@ -2,13 +2,15 @@
 //
 // Prints the solver's verdict (status, objective, bound, gap, time), where the time goes (plan vs
 // one kernel per primitive), why candidates were dropped, then one line per kernel: its cost, what
-// bounds it, its primitives, and which of them are recomputed elsewhere.
+// bounds it, its primitives, and which of them are recomputed elsewhere. --json: the same facts as
+// one JSON document.
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "json_out.h"
 #include "support/error.h"
 #include "support/strings.h"
 
@@ -23,16 +25,35 @@ std::string ops_of(const nlohmann::json& prims, size_t max_len) {
   return s;
 }
 
+// The kernels in `order` as --json lists them: plan.json's facts plus each one's share of the plan.
+nlohmann::json kernels_json(const nlohmann::json& ks, const std::vector<size_t>& order, double plan_s) {
+  nlohmann::json a = nlohmann::json::array();
+  for (size_t i : order) {
+    const auto& k = ks[i];
+    const double cost = k.at("cost_s").get<double>();
+    a.push_back({{"step", k.at("step")},
+                 {"cost_s", cost},
+                 {"share", cost / std::max(plan_s, 1e-30)},
+                 {"bound_by", k.at("note")},
+                 {"primitives", k.at("primitives")},
+                 {"outputs", k.at("outputs")},
+                 {"recomputed", k.at("recomputed")}});
+  }
+  return a;
+}
+
 }  // namespace
 
 Command add_explain(CLI::App& app) {
   struct Opts {
     std::string dir;
     int top = 0;
+    bool json = false;
   };
   auto o = std::make_shared<Opts>();
   app.add_option("artifact", o->dir, "Artifact directory written by korch compile")->required();
   app.add_option("--top", o->top, "Only the N most expensive kernels (0 = all, in execution order)");
+  app.add_flag("--json", o->json, "Print the same facts as one JSON document (README: korch --json)");
   return [o]() {
     const std::filesystem::path path = std::filesystem::path(o->dir) / "plan.json";
     std::ifstream f(path);
@@ -45,6 +66,46 @@ Command add_explain(CLI::App& app) {
       const auto& s = j.at("solver");
       const auto& c = j.at("cost");
       const double plan_s = c.at("plan_s"), unfused_s = c.at("unfused_s");
+      std::vector<size_t> order(j.at("kernels").size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      const auto& ks = j.at("kernels");
+      if (o->top > 0) {
+        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+          return ks[a].at("cost_s").get<double>() > ks[b].at("cost_s").get<double>();
+        });
+        if (order.size() > static_cast<size_t>(o->top)) order.resize(static_cast<size_t>(o->top));
+      }
+      const auto& st = j.at("states");
+      const auto& cand = j.at("candidates");
+      if (o->json) {
+        print_json({{"model", j.at("model")},
+               {"device", j.at("device")},
+               {"cost_model", j.at("cost_model")},
+               {"primitives", j.at("graph").at("primitives")},
+               {"kernel_count", ks.size()},
+               {"plan_s", plan_s},
+               {"unfused_s", unfused_s},
+               {"speedup", unfused_s / std::max(plan_s, 1e-30)},
+               {"solver",
+                {{"source", s.at("source")},
+                 {"name", s.at("name")},
+                 {"status", s.at("status")},
+                 {"objective_s", s.at("objective_s")},
+                 {"bound_s", s.at("bound_s")},
+                 {"gap", s.at("gap")},
+                 {"seconds", s.at("seconds")},
+                 {"cycle_cuts", s.at("cycle_cuts")}}},
+               {"no_recompute",
+                {{"completed", st.at("completed")}, {"cost_s", st.at("no_recompute_cost_s")}, {"states", st.at("count")}}},
+               {"candidates",
+                {{"count", cand.at("count")},
+                 {"connected_sets", cand.at("connected_sets")},
+                 {"infeasible", cand.at("infeasible")},
+                 {"infeasible_reasons", cand.at("infeasible_reasons")},
+                 {"rejected", cand.at("rejected")}}},
+               {"kernels", kernels_json(ks, order, plan_s)}});
+        return 0;
+      }
       fmt::print("plan for {} on {} ({})\n", j.at("model").get<std::string>(), j.at("device").get<std::string>(),
                  j.at("cost_model").get<std::string>());
       fmt::print("  {} primitives -> {} kernels; estimated {:.1f} us, one kernel per primitive {:.1f} us ({:.2f}x)\n",
@@ -55,13 +116,11 @@ Command add_explain(CLI::App& app) {
                  s.at("status").get<std::string>(), s.at("objective_s").get<double>() * 1e6,
                  s.at("bound_s").get<double>() * 1e6, 100 * s.at("gap").get<double>(), s.at("seconds").get<double>(),
                  s.at("cycle_cuts").get<int>() ? fmt::format(", {} cycle cuts", s.at("cycle_cuts").get<int>()) : "");
-      const auto& st = j.at("states");
       if (st.at("completed").get<bool>() && !st.at("no_recompute_cost_s").is_null())
         fmt::print("  without recompute the best is {:.1f} us ({} execution states searched)\n",
                    st.at("no_recompute_cost_s").get<double>() * 1e6, st.at("count").get<int64_t>());
       else
         fmt::print("  no-recompute search stopped at its state limit ({} states)\n", st.at("count").get<int64_t>());
-      const auto& cand = j.at("candidates");
       fmt::print("  candidates: {} from {} convex subgraphs; {} cannot be emitted\n", cand.at("count").get<int64_t>(),
                  cand.at("connected_sets").get<int64_t>(), cand.at("infeasible").get<int64_t>());
       // The most frequent reasons first; the full lists are in plan.json.
@@ -75,15 +134,6 @@ Command add_explain(CLI::App& app) {
       print_reasons(cand.at("infeasible_reasons"), "not emittable");
       print_reasons(cand.at("rejected"), "growth steps pruned");
 
-      std::vector<size_t> order(j.at("kernels").size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      const auto& ks = j.at("kernels");
-      if (o->top > 0) {
-        std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-          return ks[a].at("cost_s").get<double>() > ks[b].at("cost_s").get<double>();
-        });
-        if (order.size() > static_cast<size_t>(o->top)) order.resize(static_cast<size_t>(o->top));
-      }
       fmt::print("\n  {:>4}  {:>10}  {:>5}  {:<26}  {}\n", "step", "cost (us)", "prims", "bound by", "primitives -> outputs");
       for (size_t i : order) {
         const auto& k = ks[i];

@@ -13,35 +13,40 @@
 
 namespace korch::cli {
 
+FissionSummary summarize_fission(const Graph& g) {
+  FissionSummary s;
+  s.primitives = lower_to_primitives(g, &s.report);
+  s.kinds = primitive_counts(s.primitives);
+  s.stats = graph_stats(s.primitives);
+  for (const Alternative& a : find_alternatives(s.primitives)) s.alternatives[a.rule]++;
+  return s;
+}
+
 Graph fission_with_report(const Graph& g, bool print) {
-  PrimitiveReport rep;
-  Graph p = lower_to_primitives(g, &rep);
-  if (print) {
-    fmt::print("fission    {} operators -> {} primitives; rewrites -> {} (", rep.fission.operators_in,
-               rep.fission.primitives_out, rep.simplify.nodes_after);
-    bool first = true;
-    for (const auto& [kind, n] : primitive_counts(p)) {
-      fmt::print("{}{} {}", first ? "" : ", ", n, kind);
-      first = false;
-    }
-    fmt::print(")\n");
-    GraphStats ps = graph_stats(p);
-    fmt::print("           primitive graph: {} FLOPs, {} read, {} written (one kernel per primitive)\n",
-               human_count(ps.flops), human_bytes(ps.bytes_read), human_bytes(ps.bytes_written));
-    std::map<std::string, int> alts;
-    for (const Alternative& a : find_alternatives(p)) alts[a.rule]++;
-    if (!alts.empty()) {
-      fmt::print("           rewrite alternatives for the orchestrator (not applied):");
-      for (const auto& [rule, n] : alts) fmt::print(" {}x{}", n, rule);
-      fmt::print("\n");
-    }
-    if (!rep.fission.kept_opaque.empty()) {
-      fmt::print("           operators without a fission rule, kept whole:");
-      for (const auto& [op, n] : rep.fission.kept_opaque) fmt::print(" {}x{}", n, op);
-      fmt::print("\n");
-    }
+  if (!print) return lower_to_primitives(g);
+  FissionSummary s = summarize_fission(g);
+  const PrimitiveReport& rep = s.report;
+  fmt::print("fission    {} operators -> {} primitives; rewrites -> {} (", rep.fission.operators_in,
+             rep.fission.primitives_out, rep.simplify.nodes_after);
+  bool first = true;
+  for (const auto& [kind, n] : s.kinds) {
+    fmt::print("{}{} {}", first ? "" : ", ", n, kind);
+    first = false;
   }
-  return p;
+  fmt::print(")\n");
+  fmt::print("           primitive graph: {} FLOPs, {} read, {} written (one kernel per primitive)\n",
+             human_count(s.stats.flops), human_bytes(s.stats.bytes_read), human_bytes(s.stats.bytes_written));
+  if (!s.alternatives.empty()) {
+    fmt::print("           rewrite alternatives for the orchestrator (not applied):");
+    for (const auto& [rule, n] : s.alternatives) fmt::print(" {}x{}", n, rule);
+    fmt::print("\n");
+  }
+  if (!rep.fission.kept_opaque.empty()) {
+    fmt::print("           operators without a fission rule, kept whole:");
+    for (const auto& [op, n] : rep.fission.kept_opaque) fmt::print(" {}x{}", n, op);
+    fmt::print("\n");
+  }
+  return std::move(s.primitives);
 }
 
 Command add_fission(CLI::App& app) {

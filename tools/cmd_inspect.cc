@@ -1,13 +1,91 @@
-// korch inspect MODEL.onnx
+// korch inspect MODEL.onnx [--tensors] [--ir | --json]
 #include <algorithm>
 
 #include "commands.h"
 #include "frontend/onnx_loader.h"
 #include "ir/graph_stats.h"
 #include "ir/text_format.h"
+#include "json_out.h"
 #include "support/strings.h"
 
 namespace korch::cli {
+
+namespace {
+
+// What the summary reports beyond graph_stats(): the tensors nodes compute and the constants.
+struct TensorCounts {
+  size_t computed = 0, constants = 0;
+  double computed_bytes = 0;
+};
+
+TensorCounts count_tensors(const Graph& g) {
+  TensorCounts c;
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.outputs)
+      if (v != kNoValue) {
+        ++c.computed;
+        c.computed_bytes += static_cast<double>(g.type(v).numel()) * dtype_size(g.type(v).dtype);
+      }
+  for (const Value& v : g.values) c.constants += v.is_constant();
+  return c;
+}
+
+nlohmann::json values_json(const Graph& g, const std::vector<ValueId>& ids) {
+  nlohmann::json a = nlohmann::json::array();
+  for (ValueId v : ids) a.push_back(tensor_json(g.value(v).name, g.type(v)));
+  return a;
+}
+
+// The facts of the text summary, fission's report and (with `tensors`) the computed tensors.
+nlohmann::json model_summary_json(const Graph& g, const std::string& path, bool tensors) {
+  const GraphStats s = graph_stats(g);
+  const TensorCounts c = count_tensors(g);
+  nlohmann::json j = {{"model", path},
+                      {"graph", g.name},
+                      {"opset", g.opset},
+                      {"nodes", g.nodes.size()},
+                      {"parameters", s.parameters},
+                      {"parameter_bytes", static_cast<int64_t>(s.parameter_bytes)},
+                      {"constants", c.constants},
+                      {"computed_tensors", c.computed},
+                      {"computed_tensor_bytes", static_cast<int64_t>(c.computed_bytes)},
+                      {"flops", s.flops},
+                      {"bytes_read", static_cast<int64_t>(s.bytes_read)},
+                      {"bytes_written", static_cast<int64_t>(s.bytes_written)},
+                      {"inputs", values_json(g, g.inputs)},
+                      {"outputs", values_json(g, g.outputs)},
+                      {"operators", s.op_histogram},
+                      {"fission", nullptr},
+                      {"fission_error", nullptr},
+                      {"tensors", nullptr}};
+  try {
+    const FissionSummary f = summarize_fission(g);
+    j["fission"] = {{"operators", f.report.fission.operators_in},
+                    {"primitives", f.report.fission.primitives_out},
+                    {"after_rewrites", f.report.simplify.nodes_after},
+                    {"kinds", f.kinds},
+                    {"flops", f.stats.flops},
+                    {"bytes_read", static_cast<int64_t>(f.stats.bytes_read)},
+                    {"bytes_written", static_cast<int64_t>(f.stats.bytes_written)},
+                    {"alternatives", f.alternatives},
+                    {"kept_whole", f.report.fission.kept_opaque}};
+  } catch (const Error& e) {
+    j["fission_error"] = e.what();
+  }
+  if (tensors) {
+    j["tensors"] = nlohmann::json::array();
+    for (const Node& n : g.nodes)
+      for (ValueId v : n.outputs)
+        if (v != kNoValue) {
+          nlohmann::json t = tensor_json(g.value(v).name, g.type(v));
+          t["op_type"] = n.op_type;
+          j["tensors"].push_back(std::move(t));
+        }
+  }
+  return j;
+}
+
+}  // namespace
 
 void print_model_summary(const Graph& g, const std::string& path) {
   GraphStats s = graph_stats(g);
@@ -15,17 +93,9 @@ void print_model_summary(const Graph& g, const std::string& path) {
   fmt::print("graph      {} (opset {})\n", g.name, g.opset);
   fmt::print("nodes      {}\n", g.nodes.size());
   fmt::print("parameters {} ({})\n", human_count(static_cast<double>(s.parameters)), human_bytes(s.parameter_bytes));
-  size_t n_tensors = 0, n_const = 0;
-  double tensor_bytes = 0;
-  for (const Node& n : g.nodes)
-    for (ValueId v : n.outputs)
-      if (v != kNoValue) {
-        ++n_tensors;
-        tensor_bytes += static_cast<double>(g.type(v).numel()) * dtype_size(g.type(v).dtype);
-      }
-  for (const Value& v : g.values) n_const += v.is_constant();
-  fmt::print("tensors    {} computed ({} in all), {} constants (--tensors lists them)\n", n_tensors,
-             human_bytes(tensor_bytes), n_const);
+  const TensorCounts c = count_tensors(g);
+  fmt::print("tensors    {} computed ({} in all), {} constants (--tensors lists them)\n", c.computed,
+             human_bytes(c.computed_bytes), c.constants);
   fmt::print("FLOPs      {}\n", human_count(s.flops));
   fmt::print("bytes      {} read, {} written (per-operator, unfused)\n", human_bytes(s.bytes_read),
              human_bytes(s.bytes_written));
@@ -41,14 +111,19 @@ void print_model_summary(const Graph& g, const std::string& path) {
 }
 
 Command add_inspect(CLI::App& app) {
-  struct Opts { std::string model; LoadFlags load; bool all_tensors = false, ir = false; };
+  struct Opts { std::string model; LoadFlags load; bool all_tensors = false, ir = false, json = false; };
   auto o = std::make_shared<Opts>();
   app.add_option("model", o->model, "ONNX model file, or builtin:NAME")->required();
   o->load.add_to(app);
   app.add_flag("--tensors", o->all_tensors, "List every intermediate tensor too");
-  app.add_flag("--ir", o->ir, "Print the graph after loading in the IR text form (large constants elided)");
+  auto* ir = app.add_flag("--ir", o->ir, "Print the graph after loading in the IR text form (large constants elided)");
+  app.add_flag("--json", o->json, "Print the summary as one JSON document (README: korch --json)")->excludes(ir);
   return [o]() {
     Graph g = load_model_arg(o->model, o->load.options());
+    if (o->json) {
+      print_json(model_summary_json(g, o->model, o->all_tensors));
+      return 0;
+    }
     if (o->ir) {
       PrintOptions po;
       po.max_constant_elements = 16;

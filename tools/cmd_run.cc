@@ -8,6 +8,7 @@
 // --artifact runs a compiled artifact (src/runtime/executable.h) without the optimizer, on the
 // device its manifest names; --emulate runs a CUDA artifact on the host emulator instead of a GPU.
 #include <chrono>
+#include <optional>
 #include <filesystem>
 #include <random>
 
@@ -17,6 +18,7 @@
 #include "ir/random.h"
 #include "ir/tensor_io.h"
 #include "compile_flags.h"
+#include "json_out.h"
 #include "ir/tensor_compare.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/executable.h"
@@ -30,8 +32,10 @@ namespace {
 
 // The inputs named `names` with types `types`: from DIR/<name>.npy, or seeded random tensors
 // (drawn in order from one generator, as random_inputs() does for a graph) written to `out_dir`.
+// `files` gets the path of each one, read or written.
 std::vector<Tensor> read_inputs(const std::vector<std::string>& names, const std::vector<TensorType>& types,
-                                const std::string& in_dir, int64_t seed, const std::string& out_dir) {
+                                const std::string& in_dir, int64_t seed, const std::string& out_dir,
+                                std::vector<std::string>& files) {
   std::vector<Tensor> inputs;
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   for (size_t i = 0; i < names.size(); ++i) {
@@ -44,20 +48,42 @@ std::vector<Tensor> read_inputs(const std::vector<std::string>& names, const std
         fail("input '{}': '{}' holds {} but the model expects {}", names[i], p.string(), type_str(t.type()),
              type_str(types[i]));
       inputs.push_back(std::move(t));
+      files.push_back(p.string());
     } else {
       inputs.push_back(random_tensor(types[i], rng));
-      save_npy((fs::path(out_dir) / file).string(), inputs.back());
+      files.push_back((fs::path(out_dir) / file).string());
+      save_npy(files.back(), inputs.back());
     }
   }
   return inputs;
 }
 
-void write_outputs(const std::vector<std::string>& names, const std::vector<Tensor>& outs, const std::string& dir) {
+// Writes OUT/<name>.npy for each output (a line each unless quiet); returns the paths.
+std::vector<std::string> write_outputs(const std::vector<std::string>& names, const std::vector<Tensor>& outs,
+                                       const std::string& dir, bool quiet) {
+  std::vector<std::string> files;
   for (size_t i = 0; i < outs.size(); ++i) {
-    fs::path p = fs::path(dir) / (sanitize_name(names[i]) + ".npy");
-    save_npy(p.string(), outs[i]);
-    fmt::print("{:<30} {:<24} -> {}\n", names[i], type_str(outs[i].type()), p.string());
+    files.push_back((fs::path(dir) / (sanitize_name(names[i]) + ".npy")).string());
+    save_npy(files.back(), outs[i]);
+    if (!quiet) fmt::print("{:<30} {:<24} -> {}\n", names[i], type_str(outs[i].type()), files.back());
   }
+  return files;
+}
+
+// [{"name", "dtype", "shape", "file"}] for `run --json`.
+nlohmann::json files_json(const std::vector<std::string>& names, const std::vector<Tensor>& tensors,
+                          const std::vector<std::string>& files) {
+  nlohmann::json a = nlohmann::json::array();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    nlohmann::json t = tensor_json(names[i], tensors[i].type());
+    t["file"] = files[i];
+    a.push_back(std::move(t));
+  }
+  return a;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
@@ -69,7 +95,7 @@ Command add_run(CLI::App& app) {
     int64_t seed = -1;
     int threads = 2;
     std::string save_artifact;
-    bool check = false, emulate = false;
+    bool check = false, emulate = false, json = false;
     CompileFlags cpu;
   };
   auto o = std::make_shared<Opts>();
@@ -96,16 +122,45 @@ Command add_run(CLI::App& app) {
   app.add_option("--cost", o->cpu.cost, "--backend cpu: measured (default) or analytic kernel costs")
       ->check(CLI::IsMember({"analytic", "measured"}));
   app.add_option("--tuning-db", o->cpu.tuning_db, "--backend cpu: tuning database path");
+  app.add_flag("--json", o->json,
+               "Print what ran as one JSON document (files, shapes, time; --backend cpu: the compile summary too) "
+               "instead of lines (README: korch --json)");
   o->load.add_to(app);
   return [o, threads_opt]() {
     if (o->model.empty() && o->artifact.empty()) fail("give a MODEL.onnx or --artifact DIR");
     if (o->inputs.empty() && o->seed < 0) fail("give --inputs DIR or --random-inputs SEED");
     // The reference interpreter keeps OpenMP's default unless --threads is given.
     bool cpu = !o->artifact.empty() || o->backend == "cpu";
-    if (cpu || threads_opt->count() > 0) {
+    const bool threads_set = cpu || threads_opt->count() > 0;
+    if (threads_set) {
       warn_if_oversubscribed(o->threads);
       cpu::set_cpu_threads(o->threads);
     }
+    const bool quiet = o->json;
+    // --json: the facts, filled in as the run goes; every key is there (null where it does not apply).
+    nlohmann::json j = {{"backend", o->artifact.empty() ? o->backend : "artifact"},
+                        {"device", "cpu"},
+                        {"model", o->model.empty() ? nlohmann::json() : nlohmann::json(o->model)},
+                        {"artifact", o->artifact.empty() ? nlohmann::json() : nlohmann::json(o->artifact)},
+                        {"threads", threads_set ? nlohmann::json(o->threads) : nlohmann::json()},
+                        {"kernels", nullptr},
+                        {"primitives", nullptr},
+                        {"nodes", nullptr},
+                        {"wall_s", nullptr},
+                        {"rebuilt_library", nullptr},
+                        {"inputs", nullptr},
+                        {"outputs", nullptr},
+                        {"compile", nullptr},
+                        {"check", nullptr}};
+    std::optional<StdoutToStderr> guard;  // --json: nothing but the document on stdout
+    if (o->json) guard.emplace();
+    auto finish = [&]() {
+      if (!o->json) return 0;
+      guard.reset();
+      print_json(j);
+      return 0;
+    };
+    std::vector<std::string> input_files;
 
     if (!o->artifact.empty()) {
       runtime::LoadOptions lo;
@@ -114,18 +169,26 @@ Command add_run(CLI::App& app) {
       std::error_code ec;
       fs::create_directories(o->outputs, ec);
       if (ec) fail_io("cannot create output folder '{}': {}", o->outputs, ec.message());
-      std::vector<Tensor> inputs = read_inputs(exe->input_names(), exe->input_types(), o->inputs, o->seed, o->outputs);
+      std::vector<Tensor> inputs =
+          read_inputs(exe->input_names(), exe->input_types(), o->inputs, o->seed, o->outputs, input_files);
       auto t0 = std::chrono::steady_clock::now();
       std::vector<Tensor> outs = exe->run(inputs);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      write_outputs(exe->output_names(), outs, o->outputs);
-      const std::string where = exe->device().name() == "cpu" ? fmt::format("on {} threads", o->threads)
-                                                              : "on " + exe->device().name();
+      double ms = ms_since(t0);
+      std::vector<std::string> files = write_outputs(exe->output_names(), outs, o->outputs, quiet);
+      const std::string device = exe->device().name();
+      j.update({{"device", device},
+                {"kernels", exe->kernel_count()},
+                {"wall_s", ms / 1e3},
+                {"rebuilt_library", exe->rebuilt_library()},
+                {"inputs", files_json(exe->input_names(), inputs, input_files)},
+                {"outputs", files_json(exe->output_names(), outs, files)}});
+      if (quiet) return finish();
+      const std::string where = device == "cpu" ? fmt::format("on {} threads", o->threads) : "on " + device;
       fmt::print("ran {} kernels of artifact {} {} in {:.2f} ms{}{}\n", exe->kernel_count(), o->artifact, where, ms,
                  exe->rebuilt_library() ? " (rebuilt its kernel library first)" : "",
-                 exe->device().name() == "cuda-emulator" ? " (CUDA emulation on the CPU: checks correctness; the time "
-                                                          "says nothing about a GPU)"
-                                                        : "");
+                 device == "cuda-emulator" ? " (CUDA emulation on the CPU: checks correctness; the time "
+                                             "says nothing about a GPU)"
+                                           : "");
       return 0;
     }
 
@@ -139,7 +202,8 @@ Command add_run(CLI::App& app) {
       names.push_back(g.value(v).name);
       types.push_back(g.type(v));
     }
-    std::vector<Tensor> inputs = read_inputs(names, types, o->inputs, o->seed, o->outputs);
+    std::vector<Tensor> inputs = read_inputs(names, types, o->inputs, o->seed, o->outputs, input_files);
+    j["inputs"] = files_json(names, inputs, input_files);
     std::vector<std::string> out_names;
     for (ValueId v : g.outputs) out_names.push_back(g.value(v).name);
     if (o->backend == "cpu") {
@@ -148,39 +212,60 @@ Command add_run(CLI::App& app) {
       o->cpu.target = "cpu";
       fs::path dir = o->save_artifact.empty() ? fs::temp_directory_path() / fmt::format("korch-run-{}", getpid())
                                               : fs::path(o->save_artifact);
-      auto say = [](const std::string& s) { fmt::print("  {}\n", s); std::fflush(stdout); };
-      compile_artifact(o->model, g, dir.string(), o->cpu.options(o->model, say), false);
+      auto say = [quiet](const std::string& s) {
+        if (quiet) return;
+        fmt::print("  {}\n", s);
+        std::fflush(stdout);
+      };
+      CompileOptions copt = o->cpu.options(o->model, say);
+      if (quiet) copt.measured.progress = false;
+      CompileResult compiled = compile_artifact(o->model, g, dir.string(), copt, quiet);
+      if (quiet) {
+        j["compile"] = compile_summary_json(o->model, compiled, dir.string(), copt);
+        if (o->save_artifact.empty()) j["compile"]["artifact_dir"] = nullptr;  // a temporary folder, removed below
+      }
       auto exe = runtime::Executable::load(dir.string());
       exe->run(inputs);  // warm-up: first-run weight reorders and page faults are not the model's time
       auto t0 = std::chrono::steady_clock::now();
       std::vector<Tensor> outs = exe->run(inputs);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      write_outputs(out_names, outs, o->outputs);
-      fmt::print("ran {} kernels ({} primitives) with the cpu backend in {:.2f} ms\n", exe->kernel_count(),
-                 exe->manifest().value("primitives", 0), ms);
+      double ms = ms_since(t0);
+      std::vector<std::string> files = write_outputs(out_names, outs, o->outputs, quiet);
+      j.update({{"kernels", exe->kernel_count()},
+                {"primitives", exe->manifest().value("primitives", 0)},
+                {"wall_s", ms / 1e3},
+                {"outputs", files_json(out_names, outs, files)}});
+      if (!quiet)
+        fmt::print("ran {} kernels ({} primitives) with the cpu backend in {:.2f} ms\n", exe->kernel_count(),
+                   exe->manifest().value("primitives", 0), ms);
       if (o->save_artifact.empty()) fs::remove_all(dir, ec);
       if (o->check) {
         auto t1 = std::chrono::steady_clock::now();
         std::vector<Tensor> want = interpret(g, inputs);
-        double ref_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+        double ref_ms = ms_since(t1);
         double worst = 0;
+        nlohmann::json errors = nlohmann::json::object();
         for (size_t i = 0; i < outs.size(); ++i) {
           std::string d = rel_l2_diff(outs[i], want[i], 1e-4);
           double e = rel_l2_error(outs[i], want[i]);
           worst = std::max(worst, e);
+          errors[out_names[i]] = e;
           if (!d.empty()) fail("output '{}' differs from the reference interpreter: {}", out_names[i], d);
         }
-        fmt::print("matches the reference interpreter: worst relative L2 error {:.2e} (reference {:.1f} ms)\n", worst,
-                   ref_ms);
+        j["check"] = {{"passed", true}, {"tolerance", 1e-4}, {"rel_l2_error", errors},
+                      {"worst_rel_l2_error", worst}, {"reference_wall_s", ref_ms / 1e3}};
+        if (!quiet)
+          fmt::print("matches the reference interpreter: worst relative L2 error {:.2e} (reference {:.1f} ms)\n",
+                     worst, ref_ms);
       }
-      return 0;
+      return finish();
     }
     auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> outs = interpret(g, inputs);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    write_outputs(out_names, outs, o->outputs);
-    fmt::print("ran {} nodes with the {} backend in {:.1f} ms\n", g.nodes.size(), o->backend, ms);
-    return 0;
+    double ms = ms_since(t0);
+    std::vector<std::string> files = write_outputs(out_names, outs, o->outputs, quiet);
+    j.update({{"nodes", g.nodes.size()}, {"wall_s", ms / 1e3}, {"outputs", files_json(out_names, outs, files)}});
+    if (!quiet) fmt::print("ran {} nodes with the {} backend in {:.1f} ms\n", g.nodes.size(), o->backend, ms);
+    return finish();
   };
 }
 

@@ -8,6 +8,8 @@
 
 #include "frontend/onnx_loader.h"
 #include "ir/graph.h"
+#include "ir/graph_stats.h"
+#include "pipeline/pipeline.h"
 
 namespace korch::cli {
 
@@ -24,6 +26,15 @@ Command add_explain(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_cache(CLI::App& app);
 Command add_devices(CLI::App& app);
+// What fission makes of a model: the primitive graph, the fission and rewrite counts, primitives
+// by kind, the primitive graph's FLOPs and bytes, and the rewrite alternatives found (rule -> sites).
+struct FissionSummary {
+  Graph primitives;
+  PrimitiveReport report;
+  std::map<std::string, int> kinds, alternatives;
+  GraphStats stats;
+};
+FissionSummary summarize_fission(const Graph& g);
 // Runs fission; with `print`, reports primitive counts by kind and operators kept whole.
 korch::Graph fission_with_report(const korch::Graph& g, bool print);
 

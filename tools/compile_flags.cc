@@ -163,4 +163,83 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
   return r;
 }
 
+nlohmann::json compile_summary_json(const std::string& model, const CompileResult& r, const std::string& dir,
+                                    const CompileOptions& options) {
+  using nlohmann::json;
+  const OrchestrateResult& o = r.orchestration;
+  const Selection& sel = o.selection;
+  const SolveResult& s = sel.solve;
+  const bool measured = options.cost == CostSource::kMeasured;
+  json j = {{"model", model},
+            {"target", r.target},
+            {"cost_model", r.cost_model},
+            {"costs", measured ? (options.close_loop ? "measured" : "isolated measured") : "analytic"},
+            {"unfused", options.unfused},
+            {"kernels", o.plan.kernels.size()},
+            {"primitives", r.primitives.nodes.size()},
+            {"candidates",
+             {{"count", o.candidates.candidates.size()},
+              {"infeasible", o.infeasible},
+              {"states", sel.dp.states},
+              {"states_completed", sel.dp.completed},
+              {"regions", sel.regions},
+              {"variables", sel.variables},
+              {"rows", sel.rows}}},
+            {"plan",
+             {{"plan_s", o.plan.total_seconds()},
+              {"unfused_s", o.unfused_seconds},
+              {"speedup", o.unfused_seconds / std::max(o.plan.total_seconds(), 1e-30)}}},
+            {"solver",
+             {{"name", s.solver},
+              {"source", sel.source},
+              {"status", solve_status_name(s.status)},
+              {"proven_optimal", s.status == SolveStatus::kOptimal && s.gap == 0},
+              {"gap", s.gap},
+              {"gap_asked", options.orchestrate.rel_gap},
+              {"seconds", s.seconds},
+              {"objective_s", sel.objective},
+              {"bound_s", s.bound},
+              {"cycle_cuts", sel.cycle_cuts}}},
+            {"tuning", nullptr},
+            {"closed_loop", nullptr},
+            {"verify", nullptr},
+            {"module", r.module.empty() ? json() : json(r.module)},
+            {"memory",
+             {{"arena_bytes", r.memory.arena_bytes},
+              {"unfused_arena_bytes", r.memory.unfused_arena_bytes},
+              {"intermediate_bytes", r.memory.intermediate_bytes},
+              {"weights_bytes", r.memory.weights_bytes}}},
+            {"timing_s", r.meta.timing},
+            {"artifact_dir", dir}};
+  if (measured) {
+    const MeasuredCostStats& m = r.measured;
+    j["tuning"] = {{"signatures", m.signatures},     {"db_hits", m.db_hits},
+                   {"measured", m.measured},         {"failed", m.failed},
+                   {"unemittable", m.unemittable},   {"pruned", m.pruned},
+                   {"noisy", m.noisy},               {"unchecked_reference", m.unchecked_reference},
+                   {"failures", m.failures},         {"pruned_examples", m.pruned_examples}};
+  }
+  if (r.loop.ran) {
+    const LoopReport& l = r.loop;
+    json rounds = json::array();
+    for (const auto& x : l.rounds)
+      rounds.push_back({{"predicted_s", x.predicted}, {"measured_s", x.measured}, {"departures", x.departures}});
+    j["closed_loop"] = {{"rounds", rounds},
+                        {"kept_round", l.kept},
+                        {"earlier_plan", l.earlier_plan},
+                        {"loaded", l.loaded},
+                        {"predicted_s", l.predicted},
+                        {"measured_s", l.measured},
+                        {"unfused_measured_s", l.unfused_measured},
+                        {"speedup", l.unfused_measured / std::max(l.measured, 1e-30)}};
+  }
+  if (r.verify.ran) {
+    const VerifyReport& v = r.verify;
+    j["verify"] = {{"device", v.device},         {"kernels", v.kernels},     {"reference", v.reference},
+                   {"rounds", v.rounds},         {"failures", v.failures},   {"gated", v.gated},
+                   {"gate_failures", v.gate_failures}};
+  }
+  return j;
+}
+
 }  // namespace korch::cli

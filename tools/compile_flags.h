@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <functional>
 #include <string>
@@ -36,5 +37,8 @@ struct CompileFlags {
 // Compiles `g` into `dir` (pipeline/compile.h) and prints the summary unless quiet.
 CompileResult compile_artifact(const std::string& model, const Graph& g, const std::string& dir,
                                const CompileOptions& options, bool quiet);
+// The same summary as one JSON document (`--json`; README lists the keys).
+nlohmann::json compile_summary_json(const std::string& model, const CompileResult& r, const std::string& dir,
+                                    const CompileOptions& options);
 
 }  // namespace korch::cli
