@@ -8,7 +8,11 @@
 #   3. run the artifact in a fresh process and check it against the reference interpreter;
 #   4. time it next to onnxruntime, OpenVINO and Korch's unfused plan (`korch bench`);
 #   5. compile it for CUDA (analytic H200 costs, NVRTC PTX for sm_90, every kernel checked on the
-#      host emulator) and run the CUDA artifact on the emulator against the reference (no GPU here).
+#      host emulator) and run the CUDA artifact on the emulator against the reference (no GPU here);
+# then the same on a real architecture, torchvision's ResNet-18 (seeded random weights, exported by
+# scripts/export_models.py into .cache/models): compile with measured costs, explain, check the
+# artifact against the reference, bench it against onnxruntime and OpenVINO, and the same model
+# through the Python API (examples/python_api.py, checked against onnxruntime).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -42,3 +46,17 @@ for m in build/demo/*.onnx; do
   build/korch run "$m" --backend reference --inputs "build/demo/$name.cuda.out" --outputs "build/demo/$name.cuda.ref" >/dev/null
   .venv/bin/python scripts/compare_outputs.py "build/demo/$name.cuda.out" "build/demo/$name.cuda.ref" --tol 1e-4
 done
+
+echo "=== a real model: torchvision resnet18 (seeded random weights) ==="
+.venv/bin/python scripts/export_models.py resnet18
+m=.cache/models/resnet18.onnx
+art=build/demo/resnet18.artifact
+build/korch compile "$m" --device cpu -o "$art"
+build/korch explain "$art" --top 6
+rm -rf build/demo/resnet18.out build/demo/resnet18.ref
+build/korch run --artifact "$art" --random-inputs 7 --outputs build/demo/resnet18.out
+build/korch run "$m" --backend reference --inputs build/demo/resnet18.out --outputs build/demo/resnet18.ref >/dev/null
+.venv/bin/python scripts/compare_outputs.py build/demo/resnet18.out build/demo/resnet18.ref --tol 1e-4
+build/korch bench --artifact "$art" --runs 30 --rounds 3
+echo "=== resnet18 through the Python API ==="
+.venv/bin/python examples/python_api.py "$m" --out build/demo/resnet18.py-artifact
