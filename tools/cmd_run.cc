@@ -1,4 +1,5 @@
 // korch run MODEL.onnx --backend reference|cpu (--inputs DIR | --random-inputs SEED) --outputs DIR
+// korch run MODEL.onnx --backend reference --f64 ...   (the interpreter in float64, ir/precision.h)
 // korch run --artifact DIR [--emulate] (--inputs DIR | --random-inputs SEED) --outputs DIR [--threads N]
 //
 // File contract (how held-back models are checked; keep exact): each model input is read from
@@ -7,14 +8,20 @@
 // (the same tensors for a model and its artifact) and writes them to the outputs folder too.
 // --artifact runs a compiled artifact (src/runtime/executable.h) without the optimizer, on the
 // device its manifest names; --emulate runs a CUDA artifact on the host emulator instead of a GPU.
+// --f64 reads the inputs in the model's types (float32 inputs are then widened exactly) and writes
+// the outputs the model declares float32 as float64 .npy files, unrounded: the oracle that
+// scripts/compare_with_ort.py measures float32 runs against.
 #include <chrono>
 #include <optional>
 #include <filesystem>
 #include <random>
 
+#include <fmt/ranges.h>
+
 #include "commands.h"
 #include "frontend/onnx_loader.h"
 #include "ir/interpreter.h"
+#include "ir/precision.h"
 #include "ir/random.h"
 #include "ir/tensor_io.h"
 #include "compile_flags.h"
@@ -95,7 +102,7 @@ Command add_run(CLI::App& app) {
     int64_t seed = -1;
     int threads = 2;
     std::string save_artifact;
-    bool check = false, emulate = false, json = false;
+    bool check = false, emulate = false, json = false, f64 = false;
     CompileFlags cpu;
   };
   auto o = std::make_shared<Opts>();
@@ -119,6 +126,11 @@ Command add_run(CLI::App& app) {
   app.add_flag("--check", o->check,
                "--backend cpu: also run the reference interpreter and fail unless every output is within 1e-4 "
                "(relative L2)");
+  app.add_flag("--f64", o->f64,
+               "--backend reference: run the interpreter in float64 (every float32 value, constant and Cast target "
+               "widened; ops with no float64 version stay float32 and are listed); outputs the model declares "
+               "float32 are written as float64 .npy, not rounded to float32")
+      ->excludes(artifact_opt);
   app.add_option("--cost", o->cpu.cost, "--backend cpu: measured (default) or analytic kernel costs")
       ->check(CLI::IsMember({"analytic", "measured"}));
   app.add_option("--tuning-db", o->cpu.tuning_db, "--backend cpu: tuning database path");
@@ -129,6 +141,7 @@ Command add_run(CLI::App& app) {
   return [o, threads_opt]() {
     if (o->model.empty() && o->artifact.empty()) fail("give a MODEL.onnx or --artifact DIR");
     if (o->inputs.empty() && o->seed < 0) fail("give --inputs DIR or --random-inputs SEED");
+    if (o->f64 && o->backend != "reference") fail("--f64 runs the reference interpreter: use it with --backend reference");
     // The reference interpreter keeps OpenMP's default unless --threads is given.
     bool cpu = !o->artifact.empty() || o->backend == "cpu";
     const bool threads_set = cpu || threads_opt->count() > 0;
@@ -260,11 +273,18 @@ Command add_run(CLI::App& app) {
       return finish();
     }
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<Tensor> outs = interpret(g, inputs);
+    std::vector<std::string> kept;
+    std::vector<Tensor> outs = o->f64 ? interpret_f64(g, inputs, &kept) : interpret(g, inputs);
     double ms = ms_since(t0);
     std::vector<std::string> files = write_outputs(out_names, outs, o->outputs, quiet);
-    j.update({{"nodes", g.nodes.size()}, {"wall_s", ms / 1e3}, {"outputs", files_json(out_names, outs, files)}});
-    if (!quiet) fmt::print("ran {} nodes with the {} backend in {:.1f} ms\n", g.nodes.size(), o->backend, ms);
+    j.update({{"nodes", g.nodes.size()}, {"wall_s", ms / 1e3}, {"outputs", files_json(out_names, outs, files)},
+              {"f64", o->f64}, {"kept_in_f32", kept}});
+    if (!quiet) {
+      fmt::print("ran {} nodes with the {} backend{} in {:.1f} ms\n", g.nodes.size(), o->backend,
+                 o->f64 ? " in float64" : "", ms);
+      if (!kept.empty())
+        fmt::print("kept in float32 (no float64 version of the op): {} node(s): {}\n", kept.size(), fmt::join(kept, ", "));
+    }
     return finish();
   };
 }

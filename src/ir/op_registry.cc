@@ -73,6 +73,16 @@ std::vector<TensorType> infer_node(const Node& node, int opset, const std::vecto
   return out;
 }
 
+std::vector<TensorType> infer_node(const Graph& g, const Node& node) {
+  std::vector<const TensorType*> types;
+  std::vector<const Tensor*> consts;
+  for (ValueId v : node.inputs) {
+    types.push_back(v == kNoValue ? nullptr : &g.type(v));
+    consts.push_back(v == kNoValue ? nullptr : g.value(v).constant.get());
+  }
+  return infer_node(node, g.opset, types, consts);
+}
+
 std::vector<Tensor> eval_node(const Node& node, int opset, const std::vector<const Tensor*>& inputs) {
   std::vector<const TensorType*> types;
   std::vector<TensorType> storage;

@@ -96,6 +96,9 @@ const OpDef& lookup_op(const Node& node, int opset);
 std::vector<TensorType> infer_node(const Node& node, int opset, const std::vector<const TensorType*>& types,
                                    const std::vector<const Tensor*>& constants);
 std::vector<Tensor> eval_node(const Node& node, int opset, const std::vector<const Tensor*>& inputs);
+// infer_node for a node whose inputs are values of `g` (their recorded types and constants), at
+// g.opset; `node` need not be in g.nodes yet.
+std::vector<TensorType> infer_node(const Graph& g, const Node& node);
 
 // "node 'conv1' (Conv, opset 17)" — the standard prefix of node-level errors.
 std::string node_label(const Node& node, int opset);

@@ -52,15 +52,9 @@ void verify_graph(const Graph& g, bool registry_check) {
       available[static_cast<size_t>(v)] = 1;
     }
     if (!registry_check) continue;
-    std::vector<const TensorType*> types;
-    std::vector<const Tensor*> consts;
-    for (ValueId v : n.inputs) {
-      types.push_back(v == kNoValue ? nullptr : &g.type(v));
-      consts.push_back(v == kNoValue ? nullptr : g.value(v).constant.get());
-    }
     std::vector<TensorType> inferred;
     try {
-      inferred = infer_node(n, g.opset, types, consts);
+      inferred = infer_node(g, n);
     } catch (const Error& e) {
       rethrow_with_context(e, "graph '" + g.name + "': " + label);
     }

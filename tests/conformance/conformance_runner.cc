@@ -14,7 +14,11 @@
 //   fail          anything else: wrong numbers, an invalid-model error, a crash, a timeout
 // Exit status is non-zero iff some case fails.
 //
-// Usage: korch_conformance NODE_DIR [--expect FILE] [--filter SUBSTR] [--verbose] [--timeout S] [--fission]
+// --f64: every case runs in float64 instead (ir/precision.h: float32 values widened, ops without a
+// float64 version kept in float32 and counted by op at the end); float32 outputs are compared in
+// float64 with the same tolerances. Checks that every op with float32 support also has float64.
+//
+// Usage: korch_conformance NODE_DIR [--expect FILE] [--filter SUBSTR] [--verbose] [--timeout S] [--fission|--f64]
 //        korch_conformance --light LIGHT_DIR
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,10 +27,12 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "frontend/onnx_loader.h"
@@ -34,7 +40,9 @@
 #include "ir/tensor_compare.h"
 #include "ir/random.h"
 #include "ir/op_registry.h"
+#include "ir/precision.h"
 #include "pipeline/pipeline.h"
+#include "support/strings.h"
 
 namespace fs = std::filesystem;
 using namespace korch;
@@ -45,6 +53,9 @@ namespace {
 // official test data checks every operator's fission rule; then operator graph and primitive graph
 // are compared on seeded random inputs too (fission_random_check).
 bool g_fission = false;
+// --f64: cases run through to_f64 (see the header comment).
+bool g_f64 = false;
+constexpr const char* kKeptTag = "kept in float32: ";
 
 enum class Outcome { kPass = 0, kNoOp = 1, kOutOfScope = 2, kFail = 3, kPassFrozen = 4, kPassRestamped = 5 };
 
@@ -64,7 +75,8 @@ std::vector<std::string> sorted_files(const fs::path& dir, const std::string& pr
 }
 
 std::string compare(const Tensor& got, const Tensor& want, double rtol, double atol) {
-  if (got.dtype() != want.dtype())
+  const bool widened = g_f64 && got.dtype() == DType::kFloat64 && want.dtype() == DType::kFloat32;
+  if (got.dtype() != want.dtype() && !widened)
     return fmt::format("dtype {} != expected {}", dtype_name(got.dtype()), dtype_name(want.dtype()));
   if (got.shape() != want.shape())
     return fmt::format("shape {} != expected {}", shape_str(got.shape()), shape_str(want.shape()));
@@ -142,10 +154,20 @@ Result run_case(const fs::path& dir, bool freeze_inputs, int assume_opset) {
     std::sort(sets.begin(), sets.end());
     if (freeze_inputs && sets.size() > 1) sets.resize(1);  // frozen to set 0's inputs
     if (sets.empty()) return {Outcome::kFail, "no test_data_set"};
+    std::string kept;
+    if (g_f64) {
+      F64Graph f = convert_to_f64(g);
+      for (const std::string& k : f.kept_f32) {
+        const size_t p = k.rfind(" (");  // "name (OpType)" -> OpType
+        kept += (kept.empty() ? kKeptTag : ",") + k.substr(p + 2, k.size() - p - 3);
+      }
+      g = std::move(f.graph);
+    }
     for (const fs::path& set : sets) {
       std::vector<Tensor> inputs;
       if (!freeze_inputs)
-        for (const std::string& f : sorted_files(set, "input_")) inputs.push_back(load_onnx_tensor(f));
+        for (const std::string& f : sorted_files(set, "input_"))
+          inputs.push_back(g_f64 ? widen_to_f64(load_onnx_tensor(f)) : load_onnx_tensor(f));
       std::vector<std::string> want_files = sorted_files(set, "output_");
       // Optional inputs given as empty names are absent from g.inputs; the files cover the rest.
       if (inputs.size() != g.inputs.size())
@@ -163,7 +185,7 @@ Result run_case(const fs::path& dir, bool freeze_inputs, int assume_opset) {
       std::string diff = fission_random_check(g_op, g, dir / sets[0].filename());
       if (!diff.empty()) return {Outcome::kFail, "fission on random inputs: " + diff};
     }
-    return {Outcome::kPass, ""};
+    return {Outcome::kPass, kept};
   } catch (const Error& e) {
     std::string msg = e.what();
     // Drop the model path so identical reasons group together.
@@ -198,13 +220,14 @@ Result run_isolated(const fs::path& dir, int timeout_s) {
         r.detail.find("model uses opset 2") != std::string::npos) {
       opset = kMaxOpset;
       Result re = run_case(dir, false, opset);
-      if (re.outcome == Outcome::kPass) r = {Outcome::kPassRestamped, ""};
+      if (re.outcome == Outcome::kPass) r = {Outcome::kPassRestamped, re.detail};
       else if (re.outcome != Outcome::kNoOp) r = re;
     }
     bool restamped = opset != 0;
     if (r.outcome == Outcome::kOutOfScope && r.detail.find("must be a compile-time constant") != std::string::npos) {
       Result frozen = run_case(dir, true, opset);
-      if (frozen.outcome == Outcome::kPass) r = {restamped ? Outcome::kPassRestamped : Outcome::kPassFrozen, "frozen"};
+      if (frozen.outcome == Outcome::kPass)
+        r = {restamped ? Outcome::kPassRestamped : Outcome::kPassFrozen, frozen.detail.empty() ? "frozen" : frozen.detail};
       else if (frozen.outcome == Outcome::kFail) r = {Outcome::kFail, "with inputs frozen: " + frozen.detail};
     }
     if (restamped && r.outcome == Outcome::kFail) r.detail = "as opset 22: " + r.detail;
@@ -312,6 +335,7 @@ int main(int argc, char** argv) {
     else if (a == "--timeout" && i + 1 < argc) timeout_s = std::stoi(argv[++i]);
     else if (a == "--verbose") verbose = true;
     else if (a == "--fission") g_fission = true;
+    else if (a == "--f64") g_f64 = true;
     else { fmt::print(stderr, "unknown argument {}\n", a); return 2; }
   }
   if (!fs::is_directory(root)) {
@@ -330,6 +354,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<std::string>> out_of_scope;  // reason -> cases
   std::vector<std::pair<std::string, std::string>> failures;
   std::vector<std::string> stale;
+  std::map<std::string, std::vector<std::string>> kept_f32;  // --f64: op kept in float32 -> passing cases
   auto t0 = std::chrono::steady_clock::now();
   for (const fs::path& c : cases) {
     std::string name = c.filename().string();
@@ -344,6 +369,11 @@ int main(int argc, char** argv) {
     counts[static_cast<int>(r.outcome)]++;
     if (r.outcome == Outcome::kOutOfScope) out_of_scope[r.detail].push_back(name);
     if (r.outcome == Outcome::kFail) failures.emplace_back(name, r.detail);
+    if (r.outcome != Outcome::kFail && r.detail.rfind(kKeptTag, 0) == 0) {
+      std::set<std::string> ops;
+      for (const std::string& op : split(r.detail.substr(std::strlen(kKeptTag)), ',')) ops.insert(op);
+      for (const std::string& op : ops) kept_f32[op].push_back(name);
+    }
     if (verbose) {
       static const char* names[] = {"PASS", "NO-OP", "SCOPE", "FAIL", "PASS*", "PASS22"};
       fmt::print("{:<6} {} {}\n", names[static_cast<int>(r.outcome)], name, r.detail);
@@ -356,6 +386,10 @@ int main(int argc, char** argv) {
     fmt::print("  {:4}  {}\n", names.size(), reason);
     for (const auto& n : names) fmt::print("          {}\n", n);
   }
+  if (g_f64) {
+    fmt::print("\nRun in float64; ops kept in float32 (no float64 version), by op: cases\n");
+    for (const auto& [op, names] : kept_f32) fmt::print("  {:4}  {}\n", names.size(), op);
+  }
   if (!stale.empty()) {
     fmt::print("\nListed as out of scope but now passing (remove from {}):\n", expect_file);
     for (const auto& n : stale) fmt::print("  {}\n", n);
@@ -366,7 +400,8 @@ int main(int argc, char** argv) {
   }
   int supported = counts[0] + counts[2] + counts[3] + counts[4] + counts[5];
   fmt::print("\nONNX backend node tests in {}{}: {} cases in {:.1f} s\n", root.string(),
-             g_fission ? " (lowered to primitives: fission + rewrites)" : "", cases.size(), secs);
+             g_fission ? " (lowered to primitives: fission + rewrites)" : g_f64 ? " (in float64: to_f64)" : "",
+             cases.size(), secs);
   fmt::print("  cases with only supported ops: {}\n", supported);
   fmt::print("    passed:         {}\n", counts[0]);
   fmt::print("    passed with shape inputs frozen to constants: {}\n", counts[4]);

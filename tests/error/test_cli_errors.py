@@ -32,6 +32,16 @@ def assert_clean_error(r, *needles):
         assert n in lines[0], f"{n!r} not in {lines[0]!r}"
 
 
+def save_model(path, nodes, inputs, outputs, initializers=()):
+    """An opset-17 model of `nodes`, checked by onnx, saved to `path`."""
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+    return path
+
+
 def relu_model(path, op="Relu", dims=(2, 3)):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)

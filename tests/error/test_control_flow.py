@@ -5,20 +5,11 @@ An If on an input bound with --bind is inlined and a Loop with a constant trip c
 value is a one-line error naming the node, the op and the input to bind.
 """
 import numpy as np
-import onnx
 from onnx import TensorProto as TP
 from onnx import helper
 
 from test_cli_errors import assert_clean_error, korch
-
-
-def _save(path, nodes, inputs, outputs, initializers=()):
-    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
-    return path
+from test_cli_errors import save_model as _save
 
 
 def _info(name, elem, dims):
