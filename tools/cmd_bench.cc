@@ -63,6 +63,22 @@ void time_executable(runtime::Executable& exe, const std::vector<Tensor>& inputs
   }
 }
 
+// The folder of the running korch binary ("" when /proc/self/exe cannot be read).
+fs::path binary_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+// The peers' script: next to an installed binary (PREFIX/share/korch, cmake --install), else in
+// the source tree the binary was built from.
+std::string peer_script() {
+  const fs::path installed = binary_dir() / ".." / "share" / "korch" / "peer_latency.py";
+  std::error_code ec;
+  if (!binary_dir().empty() && fs::exists(installed, ec)) return fs::weakly_canonical(installed, ec).string();
+  return (fs::path(KORCH_SOURCE_DIR) / "bench/peer_latency.py").string();
+}
+
 std::string python_for_peer() {
   if (const char* p = std::getenv("KORCH_PYTHON"); p && *p) return p;
   fs::path venv = fs::path(KORCH_SOURCE_DIR) / ".venv/bin/python";
@@ -78,7 +94,7 @@ struct Peer {
 
 // Runs a peer (bench/peer_latency.py) in a child process; adds its per-run samples, or says why not.
 bool time_peer(Peer& peer, const std::string& model_file, int threads, int warmup, int runs) {
-  std::string script = (fs::path(KORCH_SOURCE_DIR) / "bench/peer_latency.py").string();
+  const std::string script = peer_script();
   std::string cmd = fmt::format("'{}' '{}' '{}' --peer {} --threads {} --warmup {} --runs {}", python_for_peer(), script,
                                 model_file, peer.name, threads, warmup, runs);
   std::string out;
@@ -261,6 +277,7 @@ Command add_bench(CLI::App& app) {
     }
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", model}, {"threads", o->cpu.threads}, {"rounds", o->rounds}, {"runs", o->runs},
+                          {"peer_script", peers.empty() ? "" : peer_script()},
                           {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)}}}};
       for (const Peer& peer : peers) {
         if (peer.ok)
