@@ -54,8 +54,10 @@ void copy_field(const google::protobuf::RepeatedField<Src>& from, Tensor& t) {
   for (int i = 0; i < from.size(); ++i) d[i] = static_cast<Dst>(from.Get(i));
 }
 
-// Reads external data for `tp` from a file next to the model.
-void read_external(const onnx::TensorProto& tp, const std::string& base_dir, Tensor& t) {
+// Reads external data for `tp` (`need` bytes of `dtype`, `shape`) from a file next to the model;
+// the tensor is allocated only once the file is known to hold it.
+Tensor read_external(const onnx::TensorProto& tp, const std::string& base_dir, DType dtype, const Shape& shape,
+                     int64_t need) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : tp.external_data()) {
@@ -72,55 +74,70 @@ void read_external(const onnx::TensorProto& tp, const std::string& base_dir, Ten
   if (!f) fail_io("tensor '{}': cannot open external data file '{}'", tp.name(), file.string());
   f.seekg(0, std::ios::end);
   int64_t size = static_cast<int64_t>(f.tellg());
-  int64_t need = static_cast<int64_t>(t.nbytes());
   if (length >= 0 && length != need)
     fail("tensor '{}': external data length {} does not match its shape ({} bytes)", tp.name(), length, need);
-  if (offset < 0 || offset + need > size)
+  if (offset < 0 || offset > size || need > size - offset)
     fail("tensor '{}': external data file '{}' is too short ({} bytes, needs {} at offset {})", tp.name(), file.string(),
          size, need, offset);
+  Tensor t(dtype, shape);
   f.seekg(offset);
   f.read(reinterpret_cast<char*>(t.raw()), need);
   if (!f) fail_io("tensor '{}': error reading '{}'", tp.name(), file.string());
+  return t;
 }
 
 Tensor tensor_from_proto(const onnx::TensorProto& tp, const std::string& base_dir) {
   auto dtype = dtype_from_onnx(tp.data_type());
   if (!dtype) fail_unsupported("tensor '{}' has element type {}, which Korch does not support", tp.name(),
                                 onnx_type_name(tp.data_type()));
+  if (dtype_size(*dtype) == 0)
+    fail_unsupported("tensor '{}' has element type {}, which Korch does not support", tp.name(), dtype_name(*dtype));
   Shape shape(tp.dims().begin(), tp.dims().end());
-  for (int64_t d : shape)
+  // Sizes are checked against the data present before anything is allocated: a shape claiming
+  // more elements than the model holds is an error, not an allocation failure.
+  int64_t n = 1;
+  for (int64_t d : shape) {
     if (d < 0) fail("tensor '{}' has a negative dimension", tp.name());
-  Tensor t(*dtype, shape);
-  const size_t nbytes = t.nbytes();
-  const int64_t n = t.numel();
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    read_external(tp, base_dir, t);
-    return t;
+    if (d > 0 && n > (int64_t{1} << 50) / d)
+      fail("tensor '{}': its shape {} has more elements than any model holds", tp.name(), shape_str(shape));
+    n *= d;
   }
+  const size_t nbytes = static_cast<size_t>(n) * dtype_size(*dtype);
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL)
+    return read_external(tp, base_dir, *dtype, shape, static_cast<int64_t>(nbytes));
   if (tp.has_raw_data()) {
     if (tp.raw_data().size() != nbytes)
       fail("tensor '{}': raw data has {} bytes, its shape {} needs {}", tp.name(), tp.raw_data().size(), shape_str(shape), nbytes);
+    Tensor t(*dtype, shape);
     if (nbytes) std::memcpy(t.raw(), tp.raw_data().data(), nbytes);
     return t;
   }
-  auto check_count = [&](int count) {
-    if (count != n) fail("tensor '{}': has {} values, its shape {} needs {}", tp.name(), count, shape_str(shape), n);
-  };
+  int count = -1;  // values in the typed field this element type uses
   switch (*dtype) {
-    case DType::kFloat32: check_count(tp.float_data_size()); copy_field<float, float>(tp.float_data(), t); break;
-    case DType::kFloat64: check_count(tp.double_data_size()); copy_field<double, double>(tp.double_data(), t); break;
-    case DType::kInt64: check_count(tp.int64_data_size()); copy_field<int64_t, int64_t>(tp.int64_data(), t); break;
-    case DType::kInt32: check_count(tp.int32_data_size()); copy_field<int32_t, int32_t>(tp.int32_data(), t); break;
-    case DType::kInt16: check_count(tp.int32_data_size()); copy_field<int32_t, int16_t>(tp.int32_data(), t); break;
-    case DType::kInt8: check_count(tp.int32_data_size()); copy_field<int32_t, int8_t>(tp.int32_data(), t); break;
-    case DType::kUInt16: check_count(tp.int32_data_size()); copy_field<int32_t, uint16_t>(tp.int32_data(), t); break;
-    case DType::kUInt8: check_count(tp.int32_data_size()); copy_field<int32_t, uint8_t>(tp.int32_data(), t); break;
-    case DType::kBool: check_count(tp.int32_data_size()); copy_field<int32_t, bool>(tp.int32_data(), t); break;
-    case DType::kFloat16: case DType::kBFloat16:
-      check_count(tp.int32_data_size()); copy_field<int32_t, uint16_t>(tp.int32_data(), t); break;
-    case DType::kUInt32: check_count(tp.uint64_data_size()); copy_field<uint64_t, uint32_t>(tp.uint64_data(), t); break;
-    case DType::kUInt64: check_count(tp.uint64_data_size()); copy_field<uint64_t, uint64_t>(tp.uint64_data(), t); break;
+    case DType::kFloat32: count = tp.float_data_size(); break;
+    case DType::kFloat64: count = tp.double_data_size(); break;
+    case DType::kInt64: count = tp.int64_data_size(); break;
+    case DType::kInt32: case DType::kInt16: case DType::kInt8: case DType::kUInt16: case DType::kUInt8:
+    case DType::kBool: case DType::kFloat16: case DType::kBFloat16: count = tp.int32_data_size(); break;
+    case DType::kUInt32: case DType::kUInt64: count = tp.uint64_data_size(); break;
     default: fail_unsupported("tensor '{}': element type {} not supported", tp.name(), dtype_name(*dtype));
+  }
+  if (count != n) fail("tensor '{}': has {} values, its shape {} needs {}", tp.name(), count, shape_str(shape), n);
+  Tensor t(*dtype, shape);
+  switch (*dtype) {
+    case DType::kFloat32: copy_field<float, float>(tp.float_data(), t); break;
+    case DType::kFloat64: copy_field<double, double>(tp.double_data(), t); break;
+    case DType::kInt64: copy_field<int64_t, int64_t>(tp.int64_data(), t); break;
+    case DType::kInt32: copy_field<int32_t, int32_t>(tp.int32_data(), t); break;
+    case DType::kInt16: copy_field<int32_t, int16_t>(tp.int32_data(), t); break;
+    case DType::kInt8: copy_field<int32_t, int8_t>(tp.int32_data(), t); break;
+    case DType::kUInt16: copy_field<int32_t, uint16_t>(tp.int32_data(), t); break;
+    case DType::kUInt8: copy_field<int32_t, uint8_t>(tp.int32_data(), t); break;
+    case DType::kBool: copy_field<int32_t, bool>(tp.int32_data(), t); break;
+    case DType::kFloat16: case DType::kBFloat16: copy_field<int32_t, uint16_t>(tp.int32_data(), t); break;
+    case DType::kUInt32: copy_field<uint64_t, uint32_t>(tp.uint64_data(), t); break;
+    case DType::kUInt64: copy_field<uint64_t, uint64_t>(tp.uint64_data(), t); break;
+    default: break;
   }
   return t;
 }

@@ -354,7 +354,8 @@ void lpnorm_typed(const T* x, T* y, int64_t O, int64_t R, int64_t I, int64_t p) 
 
 std::vector<Tensor> eval_lpnorm(const OpEvalContext& ctx) {
   const Tensor& x = ctx.input(0);
-  auto [axis, p] = lp_attrs(ctx.attrs(), x.rank());
+  const auto [axis, p_attr] = lp_attrs(ctx.attrs(), x.rank());
+  const auto p = p_attr;  // a plain variable: clang 14 cannot capture structured bindings (the fuzz build)
   Tensor y(ctx.output_type(0));
   if (y.numel() == 0) return {y};
   int64_t O = 1, R = x.rank() == 0 ? 1 : x.dim(axis), I = 1;

@@ -322,7 +322,9 @@ namespace ops {
 void register_softmax_family_ops(OpRegistry& r) {
   const std::pair<const char*, SoftKind> softs[] = {
       {"Softmax", SoftKind::kSoftmax}, {"LogSoftmax", SoftKind::kLogSoftmax}, {"Hardmax", SoftKind::kHardmax}};
-  for (auto [name, kind] : softs) {
+  for (const auto& soft : softs) {
+    const char* name = soft.first;  // plain variables: clang 14 cannot capture structured bindings
+    const SoftKind kind = soft.second;
     OpDef d;
     d.op_type = name;
     d.infer = [name](const OpInferContext& ctx) { return infer_soft(name, ctx); };

@@ -1,0 +1,7 @@
+// libFuzzer target: fuzz::ir_text (fuzz_entries.h). Built by scripts/fuzz.sh (clang, ASan + UBSan).
+#include "fuzz/fuzz_entries.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  korch::fuzz::ir_text(data, size);
+  return 0;
+}
