@@ -20,7 +20,7 @@
 //   stage 0 (reduce)   i0<2, r1<8:  scratch0[i0] = max_r x[8*i0 + r1]
 //   stage 1 (reduce)   i0<2, r1<8:  scratch1[i0] = sum_r exp(x[8*i0 + r1] - scratch0[i0])
 //   stage 2 (pointwise) i0<2, i1<8: out0[8*i0 + i1] = exp(x[8*i0+i1] - scratch0[i0]) / scratch1[i0]
-// Emitters (cpu/cpu_loop_emitter.h, later cuda/) are thin printers of this description.
+// Emitters (cpu/cpu_loop_emitter.h, cuda/cuda_loop_emitter.h) are thin printers of this description.
 #pragma once
 
 #include <cstdint>

@@ -25,10 +25,10 @@ struct LoadOptions {
   // For inputs that carry shapes or sizes (Resize scales, OneHot depth) in models that pass them
   // at run time; Korch compiles for static shapes, so such values must be known when loading.
   std::map<std::string, Tensor> frozen_inputs;
-  bool simplify = true;
+  bool simplify = true;  // Identity/Dropout removal + dead code elimination
   // When > 0, read the model as if it declared this default-domain opset. For the conformance
   // suite only: onnx 1.22 ships many operators' tests solely at opsets 23-27.
-  int assume_opset = 0;  // Identity/Dropout removal + dead code elimination
+  int assume_opset = 0;
 };
 
 Graph load_onnx(const std::string& path, const LoadOptions& options = {});

@@ -1,5 +1,5 @@
 // Static cost metadata of an operator graph: FLOPs and bytes per node, totals and op histogram.
-// Used by `korch inspect` now and by the analytic cost model later.
+// Used by `korch inspect` and by the analytic cost model (node_stats).
 #pragma once
 
 #include <map>

@@ -9,7 +9,7 @@
 //                     each at a 64-byte-aligned offset; baked constants are inside the code
 //   kernels/          the device's kernel module, written by its backend: for "cpu"
 //                     kernels.cc + build.sh + libkernels.so (runtime/cpu/cpu_module.h), for
-//                     "cuda" kernels.cu + kernels.ptx (runtime/cuda/cuda_module.h)
+//                     "cuda" kernels.cu + kernels.ptx (CudaBackend::write_module, codegen/cuda/cuda_backend.h)
 // manifest.json's "device" tag says which device runs it (runtime/device.h). The compile command
 // also puts plan.json and primitives.txt here; nothing in runtime reads them.
 // program.json's layout is documented in artifact.cc next to the code that writes it; the
