@@ -15,6 +15,7 @@ APT_PKGS=(
   coinor-libcbc-dev libglpk-dev libdnnl-dev libsqlite3-dev libboost-context-dev
   python3-venv python3-numpy python3-torch python3-torchvision unzip
   pybind11-dev python3-dev
+  graphviz
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do
