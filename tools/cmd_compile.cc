@@ -5,7 +5,7 @@
 // kernels, write ARTIFACT_DIR), then prints the summary. For the CPU the costs are measured by
 // default (profile/measured_cost.h); for CUDA without a GPU they come from the analytic H200
 // model, and the plan's kernels are checked on the host emulator. Either way the folder is a
-// runnable artifact (runtime/artifact.h) plus plan.json and primitives.txt.
+// runnable artifact (runtime/artifact.h) plus plan.json, primitives.txt and report.html.
 #include <filesystem>
 #include <fstream>
 

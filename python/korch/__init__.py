@@ -30,7 +30,8 @@ __all__ = ["Error", "TensorInfo", "Executable", "compile", "load", "run_referenc
            "builtin_model_bytes"]
 
 # What an artifact folder may hold (runtime/artifact.h); save() copies these and nothing else.
-_ARTIFACT_ENTRIES = ("manifest.json", "program.json", "weights.bin", "kernels", "plan.json", "primitives.txt")
+_ARTIFACT_ENTRIES = ("manifest.json", "program.json", "weights.bin", "kernels", "plan.json", "primitives.txt",
+                     "report.html")
 
 
 @dataclass(frozen=True)

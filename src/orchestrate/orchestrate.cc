@@ -492,6 +492,7 @@ OrchestrateResult select_with_costs(const Graph& g, OrchestrateResult out, CostP
   }
   say(fmt::format("costs from {}: {} candidates, {} cannot be emitted ({:.2f} s)", provider.name(),
                   seconds.size(), out.infeasible, out.cost_s));
+  out.greedy = greedy_fusion_cost(g, out.candidates.candidates, seconds);
 
   t0 = std::chrono::steady_clock::now();
   out.selection = select_kernels(g, out.candidates.candidates, seconds, options);

@@ -33,6 +33,7 @@
 #include "ir/graph.h"
 #include "orchestrate/blp.h"
 #include "orchestrate/blp_solver.h"
+#include "orchestrate/greedy_fusion.h"
 #include "orchestrate/kernel_candidate.h"
 #include "orchestrate/kernel_cost.h"
 #include "orchestrate/kernel_plan.h"
@@ -89,6 +90,7 @@ struct OrchestrateResult {
   Selection selection;
   KernelPlan plan;
   double unfused_seconds = 0;  // one kernel per primitive (each singleton with all its outputs)
+  GreedyFusion greedy;         // the rule-based fuser's plan on the same costs (greedy_fusion.h)
   double enumerate_s = 0, cost_s = 0, select_s = 0;
 };
 OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const OrchestrateOptions& options);

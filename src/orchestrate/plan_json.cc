@@ -7,11 +7,12 @@
 
 #include "ir/primitive.h"
 #include "ir/text_format.h"
+#include "orchestrate/plan_report.h"
 #include "support/error.h"
 
 namespace korch {
 
-std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,
+nlohmann::json plan_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,
                          const PlanMetadata& meta) {
   using nlohmann::json;
   json j;
@@ -53,6 +54,10 @@ std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const Orche
                  {"variables", r.selection.variables}, {"rows", r.selection.rows}, {"log", s.log}};
   j["cost"] = {{"plan_s", r.plan.total_seconds()}, {"unfused_s", r.unfused_seconds}};
   for (const auto& [k, v] : meta.cost_extra) j["cost"][k] = v;
+  const GreedyFusion& gf = r.greedy;
+  j["cost"]["greedy_s"] = gf.ok ? json(gf.seconds) : json();
+  j["greedy"] = {{"groups", gf.groups.size()}, {"kernels", gf.kernels.size()}, {"split_groups", gf.split_groups},
+                 {"why", gf.why}};
   json timing = meta.timing;
   timing["enumerate"] = r.enumerate_s;
   timing["cost"] = r.cost_s;
@@ -68,14 +73,21 @@ std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const Orche
     json prims = json::array(), recomputed = json::array(), ins = json::array(), outs = json::array();
     for (NodeId id : k.nodes) {
       const Node& n = g.nodes[static_cast<size_t>(id)];
+      json reads = json::array(), writes = json::array();
+      for (ValueId v : n.inputs)
+        if (v != kNoValue && !g.value(v).is_constant()) reads.push_back(g.value(v).name);
+      for (ValueId v : n.outputs)
+        if (v != kNoValue) writes.push_back(g.value(v).name);
       prims.push_back({{"name", n.name}, {"op_type", n.op_type},
-                       {"kind", primitive_kind_name(primitive_kind(g, n))}});
+                       {"kind", primitive_kind_name(primitive_kind(g, n))}, {"reads", reads}, {"writes", writes}});
       if (times_computed[static_cast<size_t>(id)] > 1) recomputed.push_back(n.name);
     }
     for (ValueId v : k.inputs) ins.push_back(g.value(v).name);
     for (ValueId v : k.outputs) outs.push_back(g.value(v).name);
     kernels.push_back({{"step", step}, {"primitives", prims}, {"inputs", ins}, {"outputs", outs},
                        {"cost_s", k.seconds}, {"note", k.cost_note}, {"recomputed", recomputed}});
+    if (meta.kernel_extra.size() == r.plan.kernels.size())
+      for (const auto& [key, v] : meta.kernel_extra[step]) kernels.back()[key] = v;
   }
   j["kernels"] = kernels;
   json tensors = json::array();
@@ -83,7 +95,12 @@ std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const Orche
     tensors.push_back({{"name", g.value(t.value).name}, {"bytes", t.bytes}, {"producer", t.producer},
                        {"last_use", t.last_use}});
   j["tensors"] = tensors;
-  return j.dump(1);
+  return j;
+}
+
+std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,
+                         const PlanMetadata& meta) {
+  return plan_json(g, r, options, meta).dump(1);
 }
 
 void write_plan_files(const std::string& dir, const Graph& g, const OrchestrateResult& r,
@@ -92,12 +109,14 @@ void write_plan_files(const std::string& dir, const Graph& g, const OrchestrateR
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail_io("cannot create artifact directory {}: {}", dir, ec.message());
+  const nlohmann::json plan = plan_json(g, r, options, meta);
   std::ofstream f(fs::path(dir) / "plan.json");
-  f << plan_to_json(g, r, options, meta) << "\n";
+  f << plan.dump(1) << "\n";
   if (!f) fail_io("cannot write {}/plan.json", dir);
   std::ofstream pf(fs::path(dir) / "primitives.txt");
   pf << print_graph(g, PrintOptions{16});
   if (!pf) fail_io("cannot write {}/primitives.txt", dir);
+  write_plan_report(dir, plan, meta.report);
 }
 
 }  // namespace korch

@@ -9,16 +9,23 @@
 //     "states": {"completed", "count", "no_recompute_cost_s", "seconds"},
 //     "solver": {"source", "name", "status", "objective_s", "bound_s", "gap", "seconds",
 //                "cycle_cuts", "dominated", "regions", "variables", "rows", "log"},
-//     "cost": {"plan_s", "unfused_s"}, "timing": {phase: seconds},
-//     "kernels": [{"step", "primitives": [{"name", "op_type", "kind"}], "inputs", "outputs",
-//                  "cost_s", "note", "recomputed"}],
+//     "cost": {"plan_s", "unfused_s", "greedy_s" (null when the greedy baseline could not be
+//              priced), + PlanMetadata::cost_extra}, "timing": {phase: seconds},
+//     "greedy": {"groups", "kernels", "split_groups", "why"}   (greedy_fusion.h),
+//     "kernels": [{"step", "primitives": [{"name", "op_type", "kind", "reads" (non-constant input
+//                  values), "writes"}], "inputs", "outputs", "cost_s", "note", "recomputed",
+//                  + PlanMetadata::kernel_extra (after the closed loop: "in_model_s", "isolated_s")}],
 //     "tensors": [{"name", "bytes", "producer", "last_use"}] }
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "orchestrate/orchestrate.h"
+#include "orchestrate/plan_report.h"
 
 namespace korch {
 
@@ -26,13 +33,18 @@ struct PlanMetadata {
   std::string model, device, cost_model, device_spec_json;
   std::map<std::string, double> timing;  // phase -> seconds (load, lower, ... total)
   std::map<std::string, double> cost_extra;  // more "cost" fields (measured end to end, ...)
+  // More fields per kernel, by step (used only when there is one map per kernel of the plan).
+  std::vector<std::map<std::string, double>> kernel_extra;
+  ReportOptions report;  // how report.html draws the graph (plan_report.h)
 };
 
+nlohmann::json plan_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,
+                         const PlanMetadata& meta);
 std::string plan_to_json(const Graph& g, const OrchestrateResult& r, const OrchestrateOptions& options,
                          const PlanMetadata& meta);
 
-// Creates `dir` and writes dir/plan.json and dir/primitives.txt (the primitive graph in the IR text
-// form, weights elided: the plan names values, not data). Throws korch::Error (kIo) naming the file.
+// Creates `dir` and writes dir/plan.json, dir/primitives.txt (the primitive graph in the IR text
+// form, weights elided: the plan names values, not data) and dir/report.html (plan_report.h). Throws korch::Error (kIo) naming the file.
 void write_plan_files(const std::string& dir, const Graph& g, const OrchestrateResult& r,
                       const OrchestrateOptions& options, const PlanMetadata& meta);
 

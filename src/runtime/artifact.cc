@@ -234,8 +234,8 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
 }
 
 bool is_artifact_entry(const std::string& name) {
-  static const std::set<std::string> entries = {"manifest.json", "program.json", "weights.bin",
-                                                "kernels",       "plan.json",    "primitives.txt"};
+  static const std::set<std::string> entries = {"manifest.json", "program.json",   "weights.bin", "kernels",
+                                                "plan.json",     "primitives.txt", "report.html"};
   return entries.count(name) != 0;
 }
 

@@ -11,7 +11,8 @@
 //                     kernels.cc + build.sh + libkernels.so (runtime/cpu/cpu_module.h), for
 //                     "cuda" kernels.cu + kernels.ptx (CudaBackend::write_module, codegen/cuda/cuda_backend.h)
 // manifest.json's "device" tag says which device runs it (runtime/device.h). The compile command
-// also puts plan.json and primitives.txt here; nothing in runtime reads them.
+// also puts plan.json, primitives.txt and report.html (the plan for people, orchestrate/plan_report.h)
+// here; nothing in runtime reads them.
 // program.json's layout is documented in artifact.cc next to the code that writes it; the
 // loader (executable.h) validates everything it reads and names the file on any error.
 #pragma once
@@ -31,7 +32,7 @@ namespace korch::runtime {
 constexpr int kArtifactVersion = 1;
 constexpr const char* kArtifactFormat = "korch-artifact";
 
-// Whether `name` is one of the entries above (plan.json and primitives.txt included): what a
+// Whether `name` is one of the entries above (plan.json, primitives.txt and report.html included): what a
 // compile writes into an artifact folder, so a folder holding anything else is not one.
 bool is_artifact_entry(const std::string& name);
 
