@@ -9,6 +9,7 @@
 
 #include "codegen/kernel_signature.h"
 #include "codegen/linear_match.h"
+#include "codegen/loop_kernel.h"
 #include "ir/primitive.h"
 #include "ir/text_format.h"
 
@@ -40,11 +41,15 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
     return k;
   }
   for (NodeId n : c.nodes) {
-    PrimitiveKind kind = primitive_kind(g, g.nodes[static_cast<size_t>(n)]);
-    if (kind != PrimitiveKind::kOpaque && kind != PrimitiveKind::kOperator) continue;
-    if (c.nodes.size() != 1) {  // unfusable_reason() keeps these alone; say so if that changes
-      k.reason = fmt::format("{} (node '{}') is {}: it runs alone", g.nodes[static_cast<size_t>(n)].op_type,
-                             g.nodes[static_cast<size_t>(n)].name, primitive_kind_name(kind));
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    PrimitiveKind kind = primitive_kind(g, node);
+    const bool no_emitter = kind != PrimitiveKind::kLinear && kind != PrimitiveKind::kOpaque &&
+                            kind != PrimitiveKind::kOperator && !has_loop_emitter(node.op_type);
+    if (kind != PrimitiveKind::kOpaque && kind != PrimitiveKind::kOperator && !no_emitter) continue;
+    if (c.nodes.size() != 1) {  // unfusable_reason() keeps opaque/operator nodes alone; say so if that changes
+      k.reason = no_emitter ? fmt::format("{} (node '{}') has no loop-kernel emitter: it runs alone", node.op_type, node.name)
+                            : fmt::format("{} (node '{}') is {}: it runs alone", node.op_type, node.name,
+                                          primitive_kind_name(kind));
       return k;
     }
     // No generated code for it: the reference interpreter runs it (runtime/kernel_recipe.h).

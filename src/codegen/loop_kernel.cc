@@ -353,6 +353,8 @@ Stage pointwise_stage(KernelContext& kc, const Shape& shape, const std::vector<s
 }  // namespace
 }  // namespace loop
 
+bool has_loop_emitter(const std::string& op_type) { return loop::supported_ops().count(op_type) > 0; }
+
 LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& inputs,
                                   const std::vector<ValueId>& outputs) {
   using namespace loop;

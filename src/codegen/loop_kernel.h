@@ -171,4 +171,9 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
                                   const std::vector<ValueId>& inputs,
                                   const std::vector<ValueId>& outputs);
 
+// Whether build_loop_kernel can emit nodes of `op_type`. A loop primitive without an emitter
+// (QuantizeLinear, the bitwise ops...) runs in the reference interpreter when alone in a kernel
+// (split_kernel), like an opaque node.
+bool has_loop_emitter(const std::string& op_type);
+
 }  // namespace korch

@@ -118,5 +118,6 @@ void register_misc_ops(OpRegistry& r);         // Constant, Identity, Dropout, S
 void register_rnn_ops(OpRegistry& r);          // LSTM, GRU, RNN
 void register_sampling_ops(OpRegistry& r);     // GridSample, AffineGrid, RoiAlign, MaxUnpool, CenterCropPad, Col2Im
 void register_quant_ops(OpRegistry& r);        // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void register_quant_linear_ops(OpRegistry& r); // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 
 }  // namespace korch

@@ -14,6 +14,7 @@ void register_all_ops(OpRegistry& r) {
   register_rnn_ops(r);
   register_sampling_ops(r);
   register_quant_ops(r);
+  register_quant_linear_ops(r);
 }
 
 }  // namespace korch

@@ -83,8 +83,8 @@ std::vector<int64_t> pads_attr(const Attributes& attrs, size_t n, bool allow_neg
   return p;
 }
 
-ConvGeom conv_geometry(const Attributes& attrs, const Shape& x, const Shape& w) {
-  ConvGeom g = conv_common(attrs, x, w, false, "Conv");
+ConvGeom conv_geometry(const Attributes& attrs, const Shape& x, const Shape& w, const char* op = "Conv") {
+  ConvGeom g = conv_common(attrs, x, w, false, op);
   const size_t n = static_cast<size_t>(g.nsp), o = 3 - n;
   const std::string ap = auto_pad_attr(attrs);
   std::vector<int64_t> pads = pads_attr(attrs, n, false);
@@ -103,7 +103,8 @@ ConvGeom conv_geometry(const Attributes& attrs, const Shape& x, const Shape& w) 
       }
       const int64_t span = g.in[j] + g.pb[j] + g.pe[j] - ek;
       if (span < 0)
-        fail("Conv kernel extent {} exceeds the padded input extent {} in spatial dim {}", ek, g.in[j] + g.pb[j] + g.pe[j], i);
+        fail("{} kernel extent {} exceeds the padded input extent {} in spatial dim {}", op, ek, g.in[j] + g.pb[j] + g.pe[j],
+             i);
       g.out[j] = span / g.s[j] + 1;
     }
   }
@@ -393,6 +394,18 @@ std::vector<Tensor> eval_conv_transpose(const OpEvalContext& ctx) {
 }
 
 }  // namespace
+
+Shape linear_detail::conv_output_shape(const Attributes& attrs, const Shape& x, const Shape& w, const char* op) {
+  return conv_out_shape(conv_geometry(attrs, x, w, op));
+}
+
+Tensor linear_detail::conv_int32(const Attributes& attrs, const Tensor& x, const Tensor& w, const Tensor* bias,
+                                 const char* op) {
+  ConvGeom g = conv_geometry(attrs, x.shape(), w.shape(), op);
+  Tensor out(DType::kInt32, conv_out_shape(g));
+  run_conv<int32_t>(g, x.data<int32_t>(), w.data<int32_t>(), bias ? bias->data<int32_t>() : nullptr, out.data<int32_t>());
+  return out;
+}
 
 void linear_detail::register_conv_ops(OpRegistry& r) {
   r.add(OpDef{"Conv", 1, kMaxOpset, infer_conv, eval_conv});

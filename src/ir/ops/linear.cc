@@ -75,8 +75,8 @@ struct MatMulShape {
   Shape a_batch, b_batch;
 };
 
-MatMulShape matmul_shape(const Shape& a, const Shape& b) {
-  if (a.empty() || b.empty()) fail("MatMul operands must have rank >= 1, got {} and {}", shape_str(a), shape_str(b));
+MatMulShape matmul_shape(const Shape& a, const Shape& b, const char* op = "MatMul") {
+  if (a.empty() || b.empty()) fail("{} operands must have rank >= 1, got {} and {}", op, shape_str(a), shape_str(b));
   MatMulShape s;
   Shape a2 = a, b2 = b;
   if (a2.size() == 1) a2.insert(a2.begin(), 1);
@@ -85,7 +85,7 @@ MatMulShape matmul_shape(const Shape& a, const Shape& b) {
   s.K = a2.back();
   s.N = b2.back();
   if (b2[b2.size() - 2] != s.K)
-    fail("MatMul inner dimensions differ: {} x {} ({} vs {})", shape_str(a), shape_str(b), s.K, b2[b2.size() - 2]);
+    fail("{} inner dimensions differ: {} x {} ({} vs {})", op, shape_str(a), shape_str(b), s.K, b2[b2.size() - 2]);
   s.a_batch.assign(a2.begin(), a2.end() - 2);
   s.b_batch.assign(b2.begin(), b2.end() - 2);
   s.batch = broadcast_shapes(s.a_batch, s.b_batch);
@@ -244,6 +244,17 @@ std::vector<Tensor> eval_gemm(const OpEvalContext& ctx) {
 }
 
 }  // namespace
+
+Shape linear_detail::matmul_output_shape(const Shape& a, const Shape& b, const char* op) {
+  return matmul_shape(a, b, op).out;
+}
+
+Tensor linear_detail::matmul_int32(const Tensor& a, const Tensor& b, const char* op) {
+  MatMulShape s = matmul_shape(a.shape(), b.shape(), op);
+  Tensor out(DType::kInt32, s.out);
+  run_matmul<int32_t>(a.data<int32_t>(), b.data<int32_t>(), out.data<int32_t>(), s);
+  return out;
+}
 
 void register_linear_ops(OpRegistry& r) {
   r.add(OpDef{"MatMul", 1, kMaxOpset, infer_matmul, eval_matmul});

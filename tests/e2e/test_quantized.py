@@ -1,0 +1,179 @@
+"""Quantized models (issue 16): onnxruntime.quantization's output through Korch against onnxruntime.
+
+A small float model (Conv + Relu + MatMul, seeded weights) is quantized three ways:
+  * quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger + Cast + Mul;
+  * quantize_static, QOperator format: QuantizeLinear + QLinearConv / QLinearMatMul + DequantizeLinear;
+  * quantize_static, QDQ format: QuantizeLinear / DequantizeLinear around float Conv / MatMul.
+`korch run --backend reference` and onnxruntime (graph optimizations off, so it runs the nodes as
+written instead of fusing QDQ pairs into its own integer kernels) get the same seeded input. Every
+integer tensor (the quantized activations and the int32 accumulators, exposed as graph outputs) must
+agree exactly wherever its inputs agree exactly; the float output within 1e-4 relative L2. Then
+`korch compile --cost analytic` + `korch run --artifact` (the integer ops are opaque and run in the
+reference interpreter) must reproduce the reference run.
+"""
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ort = pytest.importorskip("onnxruntime")
+quantization = pytest.importorskip("onnxruntime.quantization")
+
+KORCH = os.environ.get("KORCH_BIN", str(Path(__file__).resolve().parents[2] / "build" / "korch"))
+TOL = 1e-4
+INTEGER_OPS = {"DynamicQuantizeLinear", "QuantizeLinear", "ConvInteger", "MatMulInteger", "QLinearConv",
+               "QLinearMatMul"}
+
+
+def korch(*args, env):
+    r = subprocess.run([KORCH, *map(str, args)], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, f"korch {' '.join(map(str, args))} failed:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def npy(name):
+    return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name) + ".npy"
+
+
+def rel_l2(a, b):
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+
+
+def float_model(path):
+    """x [1, 3, 10, 10] -> Conv 3x3 (8 channels, pads 1) + bias -> Relu -> MatMul [10, 6] -> y [1, 8, 10, 6]."""
+    rng = np.random.default_rng(16)
+    w = rng.normal(0, 0.3, (8, 3, 3, 3)).astype(np.float32)
+    b = rng.normal(0, 0.1, (8,)).astype(np.float32)
+    m = rng.normal(0, 0.5, (10, 6)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "m"], ["y"], name="matmul")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 10])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 10, 6])],
+                          initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+                                       numpy_helper.from_array(m, "m")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+class Reader(quantization.CalibrationDataReader):
+    def __init__(self):
+        rng = np.random.default_rng(7)
+        self.batches = iter([{"x": rng.uniform(-1, 1, (1, 3, 10, 10)).astype(np.float32)} for _ in range(4)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def quantize(kind, src, dst):
+    ops = ["Conv", "MatMul"]
+    if kind == "dynamic":
+        quantization.quantize_dynamic(src, dst, op_types_to_quantize=ops, weight_type=quantization.QuantType.QUInt8)
+    elif kind == "dynamic_int8_per_channel":  # per-column b_zero_point on MatMulInteger (Conv stays per tensor)
+        quantization.quantize_dynamic(src, dst, op_types_to_quantize=ops, weight_type=quantization.QuantType.QInt8,
+                                      per_channel=True)
+    else:
+        fmt = quantization.QuantFormat.QOperator if kind == "static_qoperator" else quantization.QuantFormat.QDQ
+        quantization.quantize_static(src, dst, Reader(), quant_format=fmt, op_types_to_quantize=ops,
+                                     activation_type=quantization.QuantType.QUInt8,
+                                     weight_type=quantization.QuantType.QInt8)
+    return dst
+
+
+def expose_integer_ops(path):
+    """Makes every integer op's inputs and outputs graph outputs; returns [(op, inputs, outputs)] in
+    graph order and the names of the initializers."""
+    m = onnx.shape_inference.infer_shapes(onnx.load(path))
+    types = {v.name: v.type.tensor_type.elem_type for v in list(m.graph.value_info) + list(m.graph.output)}
+    have = {o.name for o in m.graph.output} | {i.name for i in m.graph.input}
+    inits = {i.name for i in m.graph.initializer}
+    ops = []
+    for n in m.graph.node:
+        if n.op_type not in INTEGER_OPS:
+            continue
+        ins, outs = [i for i in n.input if i], [o for o in n.output if o]
+        for t in ins + outs:
+            if t not in have and t not in inits:
+                m.graph.output.append(helper.make_tensor_value_info(t, types[t], None))
+                have.add(t)
+        ops.append((n.op_type, ins, outs))
+    onnx.save(m, path)
+    return ops, inits
+
+
+def check_exact(ops, inits, got, want, what):
+    """Integer-op outputs must equal wherever all of the op's inputs are equal (bitwise); returns the
+    number of ops checked that way and the outputs that differed (on differing inputs)."""
+    equal = {"x"} | inits
+    checked, differing = 0, []
+    for op, ins, outs in ops:
+        for t in ins:
+            if t not in equal and t in got and np.array_equal(got[t], want[t]):
+                equal.add(t)
+        inputs_equal = all(t in equal for t in ins)
+        checked += inputs_equal
+        for t in outs:
+            a, b = got[t], want[t]
+            assert a.dtype == b.dtype and a.shape == b.shape, f"{t}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
+            if np.array_equal(a, b):
+                equal.add(t)
+                continue
+            d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            msg = f"{op} output {t}: {np.count_nonzero(d)} of {d.size} elements differ (max {d.max():g})"
+            assert not inputs_equal, f"{what}: {msg} on identical inputs"
+            differing.append(msg)
+    return checked, differing
+
+
+def ort_run(path, feeds):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+
+
+@pytest.mark.parametrize("kind", ["dynamic", "dynamic_int8_per_channel", "static_qoperator", "static_qdq"])
+def test_quantized_model_matches_onnxruntime(kind, tmp_path):
+    env = dict(os.environ, KORCH_CACHE_DIR=str(tmp_path / "cache"), KORCH_PROGRESS="0")
+    model = quantize(kind, float_model(tmp_path / "float.onnx"), tmp_path / "quant.onnx")
+    ops = {n.op_type for n in onnx.load(model).graph.node}
+    expected = {"dynamic": {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"},
+                "dynamic_int8_per_channel": {"ConvInteger", "MatMulInteger"},
+                "static_qoperator": {"QLinearConv", "QLinearMatMul"},
+                "static_qdq": {"QuantizeLinear", "DequantizeLinear", "Conv", "MatMul"}}[kind]
+    assert expected <= ops, f"quantizer wrote {sorted(ops)}"
+    ops, inits = expose_integer_ops(model)
+    assert ops
+
+    ref = tmp_path / "ref"
+    korch("run", model, "--backend", "reference", "--random-inputs", 1, "--outputs", ref, env=env)
+    x = np.load(ref / "x.npy")
+    want = ort_run(model, {"x": x})
+    got = {name: np.load(ref / npy(name)) for name in want}
+    checked, differing = check_exact(ops, inits, got, want, "reference vs onnxruntime")
+    assert checked >= 1, "no integer op saw identical inputs"
+    print(f"{kind}: {checked} of {len(ops)} integer ops on identical inputs, all exact; differing: {differing}")
+
+    y, y_ort = got["y"], want["y"]
+    assert y.std() > 0 and y_ort.std() > 0, "degenerate output"
+    err = rel_l2(y, y_ort)
+    assert err <= TOL, f"y: relative L2 {err:.3g} vs onnxruntime ({differing})"
+    print(f"{kind}: y relative L2 vs onnxruntime {err:.3g}")
+
+    # The compiled artifact (analytic costs) on the same input reproduces the reference run.
+    art = tmp_path / "art"
+    korch("compile", model, "--cost", "analytic", "-o", art, env=env)
+    out = tmp_path / "art_out"
+    korch("run", "--artifact", art, "--inputs", ref, "--outputs", out, env=env)
+    have = {name: np.load(out / npy(name)) for name in want}
+    check_exact(ops, inits, have, got, "artifact vs reference")
+    assert have["y"].std() > 0
+    assert rel_l2(have["y"], y) <= TOL
