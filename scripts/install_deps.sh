@@ -14,7 +14,7 @@ APT_PKGS=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   coinor-libcbc-dev libglpk-dev libdnnl-dev libsqlite3-dev libboost-context-dev
   python3-venv python3-numpy python3-torch python3-torchvision unzip
-  pybind11-dev python3-dev clang libclang-rt-14-dev graphviz
+  pybind11-dev python3-dev clang libclang-rt-14-dev graphviz chromium
 )
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -80,3 +80,5 @@ def test_chromium_renders_it(artifact, tmp_path):
     assert png.exists()
     data = png.read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) > 10_000, len(data)
+    # Kept next to the binary (build/report-screenshot.png) for a person to look at.
+    shutil.copy(png, Path(KORCH).resolve().parent / "report-screenshot.png")
