@@ -1,4 +1,4 @@
-// libFuzzer target: fuzz::ir_text (fuzz_entries.h). Built by scripts/fuzz.sh (clang, ASan + UBSan).
+// libFuzzer target: fuzz::ir_text (fuzz_entries.h). Built by scripts/fuzz.sh (clang, ASan).
 #include "fuzz/fuzz_entries.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/: the ONNX loader, the IR text parser, the artifact loader)
-# with clang, ASan and UBSan in build-fuzz/, and runs each for SECONDS (default 20). Seeds come
+# with clang and AddressSanitizer in build-fuzz/, and runs each for SECONDS (default 20). Seeds come
 # from the normal build (build/korch: the built-in models as ONNX, their IR text, a compiled
 # artifact) and tests/fuzz/regressions/<target>/ (every crash found so far, also replayed by the
 # normal build's FuzzRegressions test). A crash leaves its input in build-fuzz/crashes/ and makes
@@ -10,8 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-20}"
 targets=(onnx_loader ir_text artifact_loader)
-# -O1: the instrumented build is compiled for build speed (CI builds it from scratch each time).
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DKORCH_FUZZ=ON \
+# -O0 and ASan alone (no UBSan): CI builds this from scratch every time; it takes 116 s of CPU here,
+# against about 330 s at -O1 with UBSan (measured while other builds ran).
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O0 -DKORCH_FUZZ=ON \
   -DKORCH_BUILD_TESTS=OFF -DKORCH_PYTHON_API=OFF -DKORCH_NATIVE=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/korch_fuzz_}"
 

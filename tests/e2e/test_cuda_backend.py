@@ -59,7 +59,10 @@ def compile_cuda(model, art, env):
     return out
 
 
-DEFAULT = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano", "yolov4", "resnet18", "mobilenet_v2",
+# yolov4 (the largest: 30-55 s on the emulator) runs with the heavy extras (ctest -L extra_slow),
+# which keeps the test command inside CI's time budget; the other paper models stay here.
+DEFAULT = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano",
+           pytest.param("yolov4", marks=[pytest.mark.extra, pytest.mark.slow]), "resnet18", "mobilenet_v2",
            "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf", "shufflenet_v2_x1_0", "squeezenet1_0",
            "densenet121", "convnext_tiny", "vit_b_16", "swin_t", "transformer_encoder"]
 
