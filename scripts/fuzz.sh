@@ -6,9 +6,13 @@
 # normal build's FuzzRegressions test). A crash leaves its input in build-fuzz/crashes/ and makes
 # this script fail: add that file to tests/fuzz/regressions/<target>/ with the fix.
 #   scripts/fuzz.sh [SECONDS]
+#   scripts/fuzz.sh --ci     what the test command runs: a fixed seed and a fixed number of inputs
+#                            per target (about 10 s each here), so a CI run is reproducible and a
+#                            new finding shows up locally first
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-20}"
+declare -A ci_runs=([onnx_loader]=50000 [ir_text]=50000 [artifact_loader]=5000)
 targets=(onnx_loader ir_text artifact_loader)
 # -O0 and ASan alone (no UBSan): CI builds this from scratch every time; it takes 116 s of CPU here,
 # against about 330 s at -O1 with UBSan (measured while other builds ran).
@@ -37,9 +41,15 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus"
   dirs=("$corpus" "$seeds/$t")
   [[ -d "tests/fuzz/regressions/$t" ]] && dirs+=("tests/fuzz/regressions/$t")
-  echo "=== fuzz $t for ${secs} s ==="
+  if [[ "$secs" == --ci ]]; then
+    budget=(-seed=1 -runs="${ci_runs[$t]}")
+    echo "=== fuzz $t: ${ci_runs[$t]} inputs, seed 1 ==="
+  else
+    budget=(-max_total_time="$secs")
+    echo "=== fuzz $t for ${secs} s ==="
+  fi
   # Each input may take 10 s and 2 GB at most (a slower or bigger one is a finding too).
-  if ! ASAN_OPTIONS=detect_leaks=0 "build-fuzz/fuzz/korch_fuzz_$t" -max_total_time="$secs" -timeout=10 \
+  if ! ASAN_OPTIONS=detect_leaks=0 "build-fuzz/fuzz/korch_fuzz_$t" "${budget[@]}" -timeout=10 \
       -rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build-fuzz/crashes/$t-" \
       "${dirs[@]}" 2>"build-fuzz/$t.log"; then
     status=1

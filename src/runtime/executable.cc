@@ -35,6 +35,16 @@ nlohmann::json parse_json_file(const std::string& path) {
 }  // namespace
 
 std::unique_ptr<Executable> Executable::load(const std::string& dir, const LoadOptions& options) {
+  // A field of the wrong JSON type anywhere in manifest.json or program.json is the artifact's
+  // fault, said as such (found by the artifact_loader fuzz target: it escaped as a json type_error).
+  try {
+    return load_checked(dir, options);
+  } catch (const nlohmann::json::exception& e) {
+    fail("artifact '{}': malformed manifest.json or program.json: {}", dir, e.what());
+  }
+}
+
+std::unique_ptr<Executable> Executable::load_checked(const std::string& dir, const LoadOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail_io("artifact folder '{}' does not exist", dir);
   const std::string manifest_path = (fs::path(dir) / "manifest.json").string();

@@ -69,6 +69,7 @@ class Executable {
 
  private:
   Executable() = default;
+  static std::unique_ptr<Executable> load_checked(const std::string& dir, const LoadOptions& options);
   enum class Kind { kInput, kOutput, kWeight, kArena };
   struct Buffer {
     Kind kind = Kind::kArena;
