@@ -17,6 +17,7 @@
 #include "frontend/onnx_loader.h"
 #include "ir/interpreter.h"
 #include "pipeline/compile.h"
+#include "runtime/artifact.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/executable.h"
 #include "support/error.h"
@@ -218,6 +219,7 @@ PYBIND11_MODULE(_core, mod) {
 
   mod.def("load_model", &load_model, py::arg("source"), py::arg("bytes"), py::arg("shapes"), py::arg("binds"));
   mod.def("builtin_model_names", &builtin_model_names);
+  mod.def("is_artifact_entry", &runtime::is_artifact_entry);
   mod.def("builtin_model_bytes", [](const std::string& name) { return py::bytes(builtin_model_bytes(name)); });
 
   py::class_<CompileArgs>(mod, "CompileArgs")

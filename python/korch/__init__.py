@@ -29,11 +29,6 @@ from ._core import Error
 __all__ = ["Error", "TensorInfo", "Executable", "compile", "load", "run_reference", "model_info", "builtin_models",
            "builtin_model_bytes"]
 
-# What an artifact folder may hold (runtime/artifact.h); save() copies these and nothing else.
-_ARTIFACT_ENTRIES = ("manifest.json", "program.json", "weights.bin", "kernels", "plan.json", "primitives.txt",
-                     "report.html")
-
-
 @dataclass(frozen=True)
 class TensorInfo:
     """A model input or output: its name, numpy dtype and fixed shape."""
@@ -132,7 +127,7 @@ class Executable:
         """Copies the artifact folder to `path` (new, empty or an earlier artifact); returns it."""
         path = os.fspath(path)
         if os.path.isdir(path):
-            others = [e for e in os.listdir(path) if e not in _ARTIFACT_ENTRIES]
+            others = [e for e in os.listdir(path) if not _core.is_artifact_entry(e)]
             if others:
                 raise Error(f"save {path}: the folder holds {others[0]}, so it is not a Korch artifact; give an "
                             "empty or new folder")
@@ -141,12 +136,13 @@ class Executable:
         os.makedirs(path, exist_ok=True)
         if os.path.abspath(path) == os.path.abspath(self._dir):
             return path
-        for e in _ARTIFACT_ENTRIES:
+        # What an artifact folder may hold (runtime/artifact.h), and nothing else.
+        for e in filter(_core.is_artifact_entry, os.listdir(self._dir)):
             src, dst = os.path.join(self._dir, e), os.path.join(path, e)
             if os.path.isdir(src):
                 shutil.rmtree(dst, ignore_errors=True)
                 shutil.copytree(src, dst)
-            elif os.path.exists(src):
+            else:
                 shutil.copy2(src, dst)
         return path
 
