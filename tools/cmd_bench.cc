@@ -73,9 +73,10 @@ fs::path binary_dir() {
 // The peers' script: next to an installed binary (PREFIX/share/korch, cmake --install), else in
 // the source tree the binary was built from.
 std::string peer_script() {
-  const fs::path installed = binary_dir() / ".." / "share" / "korch" / "peer_latency.py";
+  const fs::path bin = binary_dir();
+  const fs::path installed = bin / ".." / "share" / "korch" / "peer_latency.py";
   std::error_code ec;
-  if (!binary_dir().empty() && fs::exists(installed, ec)) return fs::weakly_canonical(installed, ec).string();
+  if (!bin.empty() && fs::exists(installed, ec)) return fs::weakly_canonical(installed, ec).string();
   return (fs::path(KORCH_SOURCE_DIR) / "bench/peer_latency.py").string();
 }
 
