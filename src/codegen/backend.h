@@ -74,9 +74,11 @@ class Backend {
   // One compilable unit: the prelude once, then each distinct kernel's source.
   virtual std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const = 0;
   // Compiles units for `device` (timing_device() or check_device()), one module each. Throws
-  // korch::Error (kUnsupported) naming the unit's source when one does not compile.
+  // korch::Error (kUnsupported) naming the unit's source when one does not compile. on_unit is
+  // called once per unit: cached = true for a cache hit (all of those first), false as each of the
+  // others is compiled (for a progress bar whose rate is that of the compiler).
   virtual std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
-                                            const std::function<void()>& on_compiled = {}) = 0;
+                                            const std::function<void(bool cached)>& on_unit = {}) = 0;
 
   // The device measured costs are timed on; null when this machine cannot time the target
   // (timing_unavailable() says why).

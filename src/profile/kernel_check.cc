@@ -70,7 +70,7 @@ std::string KernelProbe::check(double tolerance) {
 }
 
 CompiledKernels compile_kernels(Backend& backend, runtime::Device& device, const std::vector<const EmittedKernel*>& kernels,
-                                int per_unit, const std::function<void()>& on_unit) {
+                                int per_unit, const std::function<void(bool cached)>& on_unit) {
   CompiledKernels out;
   out.module.resize(kernels.size());
   out.source_path.resize(kernels.size());

@@ -58,7 +58,7 @@ struct CompiledKernels {
   int64_t units_compiled = 0, units_cached = 0;
 };
 CompiledKernels compile_kernels(Backend& backend, runtime::Device& device, const std::vector<const EmittedKernel*>& kernels,
-                                int per_unit, const std::function<void()>& on_unit = {});
+                                int per_unit, const std::function<void(bool cached)>& on_unit = {});
 
 // The correctness gate on its own (no timing): every candidate emitted, compiled and checked on
 // `device` against `values` (reference_values(g)). Per candidate: "" when it matches, else why not

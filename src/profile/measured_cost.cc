@@ -189,7 +189,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     const int64_t units = (with_source + options_.kernels_per_unit - 1) / options_.kernels_per_unit;
     say(fmt::format("{}: compiling {} kernels in {} translation units", what, emitted.size(), units));
     ProgressBar cbar(what + ": compiling", units, stderr, bar_options);
-    CompiledKernels compiled = compile_kernels(backend_, dev, ks, options_.kernels_per_unit, [&] { cbar.tick(); });
+    CompiledKernels compiled = compile_kernels(backend_, dev, ks, options_.kernels_per_unit, [&](bool cached) { cached ? cbar.skip() : cbar.tick(); });
     cbar.finish();
     stats_.units_compiled += compiled.units_compiled;
     stats_.units_cached += compiled.units_cached;

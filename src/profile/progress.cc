@@ -43,7 +43,7 @@ std::string format_duration(double seconds) {
 
 std::string format_progress_line(const std::string& label, int64_t done, int64_t total,
                                  std::optional<double> rate, double elapsed_seconds,
-                                 const std::string& note, int bar_width) {
+                                 const std::string& note, int bar_width, int64_t skipped) {
   std::string line = label;
   if (total > 0) {
     const double frac = std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0);
@@ -53,6 +53,7 @@ std::string format_progress_line(const std::string& label, int64_t done, int64_t
   } else {
     line += fmt::format(" {}", done);
   }
+  if (skipped > 0) line += fmt::format(" {} cached", skipped);
   // fmt::format, not "literal" + std::string: GCC 12 warns falsely (-Wrestrict) on the latter.
   const bool known = rate.has_value();
   line += fmt::format(" {}", known ? format_rate(*rate) : std::string("?/s"));
@@ -108,6 +109,11 @@ void ProgressBar::tick(int64_t n) {
   update_and_maybe_draw(false);
 }
 
+void ProgressBar::skip(int64_t n) {
+  skipped_.fetch_add(n, std::memory_order_relaxed);
+  tick(n);
+}
+
 void ProgressBar::set_note(std::string note) {
   std::lock_guard<std::mutex> lock(mu_);
   note_ = std::move(note);
@@ -122,16 +128,18 @@ void ProgressBar::finish() {
 
 void ProgressBar::update_and_maybe_draw(bool final) {
   const double t = now();
-  const int64_t done = done_.load(std::memory_order_relaxed);
+  // A sample that sees a skip before its done_ (relaxed counters) would go backwards: hold it.
+  const int64_t worked = std::max(last_sample_worked_, done_.load(std::memory_order_relaxed) -
+                                                           skipped_.load(std::memory_order_relaxed));
   const double dt = t - last_sample_time_;
-  const int64_t dn = done - last_sample_done_;
+  const int64_t dn = worked - last_sample_worked_;
   // No rate before the first item: until then the time since the start is all we know.
   if (dt > 0 && (rate_ || dn > 0)) {
     const double inst = static_cast<double>(dn) / dt;
     const double alpha = 1.0 - std::exp(-dt / opt_.rate_time_constant);
     rate_ = rate_ ? alpha * inst + (1.0 - alpha) * *rate_ : inst;
     last_sample_time_ = t;
-    last_sample_done_ = done;
+    last_sample_worked_ = worked;
   }
   const double interval = tty_ ? opt_.tty_interval : opt_.log_interval;
   if (final || t - last_draw_ >= interval) {
@@ -142,7 +150,7 @@ void ProgressBar::update_and_maybe_draw(bool final) {
 
 void ProgressBar::draw(bool final) {
   std::string line = format_progress_line(label_, done_.load(std::memory_order_relaxed), total_, rate_,
-                                          now() - start_, note_);
+                                          now() - start_, note_, 20, skipped_.load(std::memory_order_relaxed));
   if (tty_) {
     // A wrapped line would defeat \r; cut it to the terminal's width.
     const size_t cols = terminal_columns(out_);

@@ -7,7 +7,9 @@
 // finish() (or the destructor) prints the final line. KORCH_PROGRESS=0 disables all output.
 // The rate is an exponential moving average over the last ~10 s, so the ETA follows the current
 // speed rather than the average since the start; "ETA ?" until a rate is known.
-// tick() and set_note() may be called from several threads at once.
+// Items that needed no work (a compile unit found in the cache) are skip()ped: they count as done
+// and show as "N cached", but the rate and the ETA are those of the items that did need work.
+// tick(), skip() and set_note() may be called from several threads at once.
 #pragma once
 
 #include <atomic>
@@ -24,10 +26,11 @@ namespace korch {
 std::string format_duration(double seconds);
 
 // One progress line without a trailing newline. total <= 0 means unknown: no bar, percent or ETA.
-// rate: items per second, nullopt while unknown (also makes the ETA "?").
+// rate: items per second, nullopt while unknown (also makes the ETA "?"). skipped: how many of
+// `done` needed no work (shown as "N cached"; the ETA is (total - done) / rate either way).
 std::string format_progress_line(const std::string& label, int64_t done, int64_t total,
                                  std::optional<double> rate, double elapsed_seconds,
-                                 const std::string& note, int bar_width = 20);
+                                 const std::string& note, int bar_width = 20, int64_t skipped = 0);
 
 struct ProgressOptions {
   std::optional<bool> tty;              // unset: isatty(fileno(out))
@@ -46,6 +49,8 @@ class ProgressBar {
   ProgressBar& operator=(const ProgressBar&) = delete;
 
   void tick(int64_t n = 1);
+  // n items done without work: counted, shown as cached, never part of the rate.
+  void skip(int64_t n = 1);
   void set_note(std::string note);
   // Prints the final line (with a newline); later ticks print nothing. Idempotent.
   void finish();
@@ -68,13 +73,14 @@ class ProgressBar {
   double start_ = 0;
 
   std::atomic<int64_t> done_{0};
+  std::atomic<int64_t> skipped_{0};
   std::atomic<double> next_check_{0};  // ticks before this time skip the lock
 
   mutable std::mutex mu_;  // guards everything below
   std::string note_;
   bool finished_ = false;
   double last_sample_time_ = 0;
-  int64_t last_sample_done_ = 0;
+  int64_t last_sample_worked_ = 0;  // done - skipped at the last rate sample
   std::optional<double> rate_;
   double last_draw_ = 0;
   size_t last_len_ = 0;

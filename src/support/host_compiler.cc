@@ -46,7 +46,7 @@ std::string host_compile_command(const HostCompilerConfig& config, const std::st
 }
 
 std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& sources, const HostCompilerConfig& config,
-                                               const std::function<void()>& on_compiled) {
+                                               const std::function<void(bool cached)>& on_unit) {
   const std::string dir = config.cache_dir.empty() ? korch_cache_root() + "/" + config.cache_subdir : config.cache_dir;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -71,6 +71,9 @@ std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& s
       todo.push_back(i);
     }
   }
+  if (on_unit)
+    for (size_t i = 0; i < sources.size(); ++i)
+      if (out[i].cached) on_unit(true);
 
   std::atomic<size_t> next{0};
   std::mutex mu;
@@ -102,9 +105,9 @@ std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& s
         continue;
       }
       fs::rename(tmp_lib, cs.library_path, wec);  // atomic: a killed run leaves no partial .so
-      if (on_compiled) {
+      if (on_unit) {
         std::lock_guard<std::mutex> lock(mu);
-        on_compiled();
+        on_unit(false);
       }
     }
   };

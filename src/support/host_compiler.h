@@ -42,10 +42,11 @@ struct CompiledLibrary {
 
 // Compiles each source into a shared library (cache hits skip the compiler), up to config.jobs at
 // once, and loads them. Throws korch::Error (kUnsupported) naming the source path with the
-// compiler's message. `on_compiled` (may be empty) is called once per source that needed the
-// compiler, as each finishes, from the worker threads (serialised).
+// compiler's message. `on_unit` (may be empty) is called once per source: with cached = true for
+// each cache hit, all before the compiler starts, then with false as each compile finishes (from
+// the worker threads, serialised).
 std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& sources, const HostCompilerConfig& config,
-                                               const std::function<void()>& on_compiled = {});
+                                               const std::function<void(bool cached)>& on_unit = {});
 
 // The compile command for `source` -> `library` (for an artifact's build recipe).
 std::string host_compile_command(const HostCompilerConfig& config, const std::string& source,

@@ -9,6 +9,7 @@
 
 #include "codegen/cpu/cpu_compiler.h"
 #include "codegen/cpu/cpu_loop_emitter.h"
+#include "temp_dir.h"
 
 namespace korch {
 namespace {
@@ -45,6 +46,22 @@ extern "C" void concat3(void* const* args) {
                                  : std::exp(x[static_cast<size_t>(5 * i0 + i1 - 10)]);
       EXPECT_NEAR(y[static_cast<size_t>(15 * i0 + i1)], want, 1e-5f) << "row " << i0 << " column " << i1;
     }
+}
+
+// A progress bar's rate is the compiler's only if cache hits are told apart (and told first).
+TEST(ToolchainKernel, CacheHitsAreReportedFirstThenEachCompile) {
+  testing::TempDir dir("korch-compile-units");
+  HostCompilerConfig config = cpu::default_cpu_compiler();
+  config.cache_dir = dir.path().string();
+  const std::string a = "extern \"C\" int unit_a() { return 1; }\n";
+  const std::string b = "extern \"C\" int unit_b() { return 2; }\n";
+  std::vector<bool> first, second;
+  compile_libraries({a}, config, [&](bool cached) { first.push_back(cached); });
+  EXPECT_EQ(first, std::vector<bool>({false}));
+  auto libs = compile_libraries({b, a}, config, [&](bool cached) { second.push_back(cached); });
+  EXPECT_EQ(second, std::vector<bool>({true, false}));  // a's hit before b's compile
+  EXPECT_FALSE(libs[0].cached);
+  EXPECT_TRUE(libs[1].cached);
 }
 
 }  // namespace

@@ -150,6 +150,28 @@ TEST(Progress, RateFollowsRecentSpeed) {
   std::fclose(f);
 }
 
+TEST(Progress, SkippedItemsCountButTheRateIsOfTheWork) {
+  // 90 of 100 compile units are cache hits, reported at once; the other 10 take 1 s each.
+  EXPECT_EQ(format_progress_line("c", 95, 100, 1.0, 5, "", 20, 90),
+            "c [###################.] 95/100 (95.0%) 90 cached 1.0/s  ETA 5s  elapsed 5s");
+  std::FILE* f = std::tmpfile();
+  double t = 0;
+  ProgressBar bar("compiling", 100, f, fake(&t, false));
+  bar.skip(90);
+  for (int i = 0; i < 5; ++i) {
+    t += 1.0;
+    bar.tick();
+  }
+  ASSERT_TRUE(bar.rate().has_value());
+  EXPECT_NEAR(*bar.rate(), 1.0, 1e-9);  // not 95 items in 5 s
+  EXPECT_EQ(bar.done(), 95);
+  const auto ls = lines(contents(f));
+  ASSERT_EQ(ls.size(), 1u);  // the line at 5 s
+  EXPECT_NE(ls[0].find("95/100 (95.0%) 90 cached 1.0/s  ETA 5s"), std::string::npos) << ls[0];
+  bar.finish();
+  std::fclose(f);
+}
+
 TEST(Progress, DisabledPrintsNothing) {
   std::FILE* f = std::tmpfile();
   double t = 0;

@@ -62,10 +62,10 @@ std::string CpuBackend::translation_unit(const std::vector<const EmittedKernel*>
 }
 
 std::vector<CompiledUnit> CpuBackend::compile(const std::vector<std::string>& units, runtime::Device& device,
-                                              const std::function<void()>& on_compiled) {
+                                              const std::function<void(bool cached)>& on_unit) {
   KORCH_CHECK(device.name() == "cpu", "the CPU backend compiles for the CPU, not {}", device.name());
   std::vector<CompiledUnit> out;
-  for (CompiledLibrary& lib : compile_libraries(units, default_cpu_compiler(), on_compiled))
+  for (CompiledLibrary& lib : compile_libraries(units, default_cpu_compiler(), on_unit))
     out.push_back({lib.source_path, lib.cached, std::make_shared<CpuModule>(lib.library)});
   return out;
 }

@@ -34,7 +34,7 @@ class CpuBackend : public Backend {
   EmittedKernel emit(const Graph& g, const KernelCandidate& c) const override;
   std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const override;
   std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
-                                    const std::function<void()>& on_compiled = {}) override;
+                                    const std::function<void(bool cached)>& on_unit = {}) override;
   runtime::Device* timing_device() override;
   runtime::Device* check_device() override { return timing_device(); }
   nlohmann::json write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) override;

@@ -90,14 +90,14 @@ std::string CudaBackend::translation_unit(const std::vector<const EmittedKernel*
 }
 
 std::vector<CompiledUnit> CudaBackend::compile(const std::vector<std::string>& units, runtime::Device& device,
-                                               const std::function<void()>& on_compiled) {
+                                               const std::function<void(bool cached)>& on_unit) {
   if (device.name() != "cuda-emulator")
     fail_unsupported("compiling CUDA kernels for {} needs the CUDA runtime, which this korch does not have yet",
                      device.name());
   std::vector<CompiledUnit> out;
   for (const auto& m : EmulatedModule::compile_all(units)) {
     out.push_back({m->source_path(), false, emulated_module(m)});
-    if (on_compiled) on_compiled();
+    if (on_unit) on_unit(false);
   }
   return out;
 }

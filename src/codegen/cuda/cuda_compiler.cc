@@ -145,7 +145,7 @@ std::string nvrtc_version() {
 }
 
 std::vector<PtxModule> compile_to_ptx(const std::vector<std::string>& sources, const NvrtcConfig& config,
-                                      const std::function<void()>& on_compiled) {
+                                      const std::function<void(bool cached)>& on_unit) {
   const Nvrtc& n = nvrtc();
   if (!n.ok) throw Error(ErrorCode::kUnsupported, n.why);
   const std::string dir = cache_dir_of(config);
@@ -173,6 +173,9 @@ std::vector<PtxModule> compile_to_ptx(const std::vector<std::string>& sources, c
     }
     if (!out[i].cached) todo.push_back(i);
   }
+  if (on_unit)
+    for (const PtxModule& m : out)
+      if (m.cached) on_unit(true);
   std::atomic<size_t> next{0};
   std::mutex mu;
   std::string first_error;
@@ -189,7 +192,7 @@ std::vector<PtxModule> compile_to_ptx(const std::vector<std::string>& sources, c
         if (first_error.empty()) first_error = error;
         continue;
       }
-      if (on_compiled) on_compiled();
+      if (on_unit) on_unit(false);
     }
   };
   std::vector<std::thread> threads;

@@ -35,10 +35,11 @@ struct PtxModule {
 
 // Compiles each source to PTX (cache hits skip NVRTC), up to config.jobs at once. Throws
 // korch::Error (kUnsupported): when NVRTC is missing (one line naming what was tried), or when a
-// source does not compile (naming its .cu path, with NVRTC's log). `on_compiled` (may be empty)
-// is called once per source NVRTC compiled, as each finishes (serialised).
+// source does not compile (naming its .cu path, with NVRTC's log). `on_unit` (may be empty) is
+// called once per source: cached = true for each cache hit, all first, then false as NVRTC
+// finishes each of the others (serialised).
 std::vector<PtxModule> compile_to_ptx(const std::vector<std::string>& sources, const NvrtcConfig& config = {},
-                                      const std::function<void()>& on_compiled = {});
+                                      const std::function<void(bool cached)>& on_unit = {});
 
 // "12.8" (the loaded NVRTC's version), "" when it is not available.
 std::string nvrtc_version();
