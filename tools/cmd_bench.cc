@@ -139,7 +139,7 @@ Command add_bench(CLI::App& app) {
   app.add_option("--warmup", o->warmup, "Untimed runs per round")->check(CLI::Range(0, 1000));
   app.add_option("--runs", o->runs, "Timed runs per round")->check(CLI::Range(1, 100000));
   app.add_option("--rounds", o->rounds, "Alternating rounds over the systems")->check(CLI::Range(1, 100));
-  app.add_option("--work", o->work, "Folder for the compiled artifacts (default: a temporary folder)");
+  app.add_option("--work", o->work, "Folder for the compiled artifacts")->default_str("a temporary folder, removed");
   app.add_option("--json", o->json, "Also write the results as JSON to this file");
   CLI::Option* peers_opt = app.add_option("--peers", o->peers,
                                           "Peers timed in the same rounds (none: only Korch); one named here that "
@@ -151,6 +151,12 @@ Command add_bench(CLI::App& app) {
   app.add_flag("--no-unfused", o->no_unfused, "Skip Korch's unfused plan");
   o->cpu.add_to(app);
   o->load.add_to(app);
+  app.footer(
+      "Examples:\n"
+      "  korch bench --artifact model.korch             the artifact, its unfused plan, onnxruntime and OpenVINO\n"
+      "  korch bench model.onnx --rounds 3 --json r.json  compile first (into --work), then time\n"
+      "  korch bench --artifact model.korch --peers none --per-kernel 10   Korch alone, its 10 dearest kernels\n"
+      "Rounds alternate over the systems; each prints the median and p10-p90 of --runs after --warmup.");
   return [o, peers_opt]() {
     if (o->model.empty() == o->artifact.empty()) fail("give either MODEL or --artifact DIR");
     warn_if_oversubscribed(o->cpu.threads);

@@ -54,6 +54,13 @@ Command add_compile(CLI::App& app) {
   app.add_flag("--force", o->force, "Write into a non-empty folder that is not a Korch artifact");
   o->flags.add_to(app);
   o->load.add_to(app);
+  app.footer(
+      "Examples:\n"
+      "  korch compile model.onnx -o model.korch                  measured costs on this CPU (kept in the tuning db)\n"
+      "  korch compile model.onnx -o out --shape batch=1 --threads 4\n"
+      "  korch compile model.onnx -o out --cost analytic          no measuring: the roofline model (seconds)\n"
+      "  korch compile model.onnx -o out --device cuda            a CUDA artifact (analytic costs without a GPU)\n"
+      "Then: korch explain model.korch, korch bench --artifact model.korch, or open model.korch/report.html.");
   return [o]() {
     const bool quiet = o->quiet || o->json;
     auto say = [quiet](const std::string& s) {

@@ -24,6 +24,7 @@ Command add_demo(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   app.add_option("--model", o->model, "Built-in model: tiny_convnet, tiny_transformer or all");
   app.add_option("--out", o->out, "Folder for the generated .onnx files");
+  app.footer("Examples:\n  korch demo\n  korch demo --model tiny_transformer --out /tmp/demo");
   return [o]() {
     std::vector<std::string> names = o->model == "all" ? builtin_model_names() : std::vector<std::string>{o->model};
     std::error_code ec;

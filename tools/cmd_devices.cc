@@ -13,7 +13,7 @@ namespace korch::cli {
 Command add_devices(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   app.add_flag("--json", *json, "Print JSON instead of lines");
-  app.footer("Example:\n  korch devices");
+  app.footer("Examples:\n  korch devices\n  korch devices --json");
   return [json]() {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     const std::string cpu = cpu_device_id(cores);

@@ -54,6 +54,7 @@ Command add_explain(CLI::App& app) {
   app.add_option("artifact", o->dir, "Artifact directory written by korch compile")->required();
   app.add_option("--top", o->top, "Only the N most expensive kernels (0 = all, in execution order)");
   app.add_flag("--json", o->json, "Print the same facts as one JSON document (README: korch --json)");
+  app.footer("Examples:\n  korch explain model.korch\n  korch explain model.korch --top 10 --json");
   return [o]() {
     const std::filesystem::path path = std::filesystem::path(o->dir) / "plan.json";
     std::ifstream f(path);

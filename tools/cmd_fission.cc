@@ -58,6 +58,10 @@ Command add_fission(CLI::App& app) {
   app.add_option("--apply-alternative", o->apply,
                  "Apply every alternative of this rewrite rule (repeatable; 'all'), for experiments and tests; "
                  "the orchestrator normally chooses");
+  app.footer(
+      "Examples:\n"
+      "  korch fission model.onnx -o model.prims.onnx           primitives as an ONNX graph (for Netron)\n"
+      "  korch fission model.onnx -o rewritten.onnx --apply-alternative all");
   return [o]() {
     Graph g = load_model_arg(o->model, o->load.options());
     Graph p = fission_with_report(g, true);

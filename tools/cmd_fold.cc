@@ -12,6 +12,7 @@ Command add_fold(CLI::App& app) {
   app.add_option("model", o->model, "ONNX model file, or builtin:NAME")->required();
   app.add_option("-o,--output", o->out, "Output .onnx file")->required();
   o->load.add_to(app);
+  app.footer("Example:\n  korch fold model.onnx -o folded.onnx --shape batch=1   constants folded, shapes static");
   return [o]() {
     Graph g = load_model_arg(o->model, o->load.options());
     save_onnx(g, o->out);

@@ -118,6 +118,11 @@ Command add_inspect(CLI::App& app) {
   app.add_flag("--tensors", o->all_tensors, "List every intermediate tensor too");
   auto* ir = app.add_flag("--ir", o->ir, "Print the graph after loading in the IR text form (large constants elided)");
   app.add_flag("--json", o->json, "Print the summary as one JSON document (README: korch --json)")->excludes(ir);
+  app.footer(
+      "Examples:\n"
+      "  korch inspect model.onnx\n"
+      "  korch inspect model.onnx --shape batch=1 --tensors     fix a dynamic dimension, list every tensor\n"
+      "  korch inspect builtin:tiny_convnet --json");
   return [o]() {
     Graph g = load_model_arg(o->model, o->load.options());
     if (o->json) {

@@ -12,6 +12,7 @@ namespace korch::cli {
 Command add_ops(CLI::App& app) {
   auto markdown = std::make_shared<bool>(false);
   app.add_flag("--markdown", *markdown, "Print a Markdown table");
+  app.footer("Examples:\n  korch ops\n  korch ops --markdown > ops.md");
   return [markdown]() {
     struct Row {
       std::string op_type;

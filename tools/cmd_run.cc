@@ -117,10 +117,12 @@ Command add_run(CLI::App& app) {
   artifact_opt->excludes(model_opt);
   artifact_opt->excludes(backend_opt);
   auto* in_opt = app.add_option("--inputs", o->inputs, "Folder with one <input name>.npy per model input");
-  auto* rnd_opt = app.add_option("--random-inputs", o->seed, "Generate seeded random inputs instead (written to --outputs)");
+  auto* rnd_opt = app.add_option("--random-inputs", o->seed, "Generate seeded random inputs instead (written to --outputs)")
+                      ->type_name("SEED")
+                      ->default_str("");
   in_opt->excludes(rnd_opt);
   app.add_option("--outputs", o->outputs, "Folder to write <output name>.npy files to")->required();
-  auto* threads_opt = app.add_option("--threads", o->threads, "CPU threads for the cpu backend / artifact (default 2)")
+  auto* threads_opt = app.add_option("--threads", o->threads, "CPU threads for the cpu backend / artifact")
                           ->check(CLI::Range(1, 1024));
   app.add_option("--save-artifact", o->save_artifact, "--backend cpu: keep the compiled artifact in this folder");
   app.add_flag("--check", o->check,
@@ -131,13 +133,20 @@ Command add_run(CLI::App& app) {
                "widened; ops with no float64 version stay float32 and are listed); outputs the model declares "
                "float32 are written as float64 .npy, not rounded to float32")
       ->excludes(artifact_opt);
-  app.add_option("--cost", o->cpu.cost, "--backend cpu: measured (default) or analytic kernel costs")
-      ->check(CLI::IsMember({"analytic", "measured"}));
-  app.add_option("--tuning-db", o->cpu.tuning_db, "--backend cpu: tuning database path");
+  app.add_option("--cost", o->cpu.cost, "--backend cpu: measured or analytic kernel costs")
+      ->check(CLI::IsMember({"analytic", "measured"}))
+      ->default_str("measured");
+  app.add_option("--tuning-db", o->cpu.tuning_db, "--backend cpu: tuning database path")->default_str(kTuningDbDefault);
   app.add_flag("--json", o->json,
                "Print what ran as one JSON document (files, shapes, time; --backend cpu: the compile summary too) "
                "instead of lines (README: korch --json)");
   o->load.add_to(app);
+  app.footer(
+      "Examples:\n"
+      "  korch run model.onnx --random-inputs 0 --outputs out/           the reference interpreter, seeded inputs\n"
+      "  korch run model.onnx --backend cpu --inputs in/ --outputs out/ --check   compiled, checked against it\n"
+      "  korch run --artifact model.korch --inputs in/ --outputs out/    an artifact made by korch compile\n"
+      "Inputs are read from DIR/<name>.npy and outputs written to OUT/<name>.npy.");
   return [o, threads_opt]() {
     if (o->model.empty() && o->artifact.empty()) fail("give a MODEL.onnx or --artifact DIR");
     if (o->inputs.empty() && o->seed < 0) fail("give --inputs DIR or --random-inputs SEED");

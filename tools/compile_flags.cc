@@ -20,9 +20,10 @@ void OrchestrateFlags::add_to(CLI::App& app) {
   app.add_option("--time-limit", time_limit, "Solver time limit in seconds (the best plan and its gap are kept)")
       ->check(CLI::PositiveNumber);
   app.add_option("--gap", gap,
-                 "Relative optimality gap at which the solver may stop (0 = proven optimal; default 0 with "
-                 "analytic costs, 0.005 with measured ones, which are noisier than that)")
-      ->check(CLI::Range(0.0, 1.0));
+                 "Relative optimality gap at which the solver may stop (0 = proven optimal; measured costs are "
+                 "noisier than 0.5%)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->default_str("0 with analytic costs, 0.005 with measured ones");
   app.add_option("--solver", solver, "BLP solver")->check(CLI::IsMember({"auto", "cbc", "glpk"}));
   app.add_option("--state-limit", state_limit, "Most execution states for the no-recompute search (0 = skip)");
   app.add_option("--dump-blp", dump_blp,
@@ -50,10 +51,10 @@ OrchestrateOptions OrchestrateFlags::options() const {
 void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
   app.add_option("--cost", cost,
                  "Cost source: measured (generate, check and time every candidate kernel on the target; results "
-                 "kept in the tuning database; the default where the target can be timed here) or analytic (a "
-                 "roofline over the device spec; the default for cuda without a GPU)")
-      ->check(CLI::IsMember({"analytic", "measured"}));
-  app.add_option("--tuning-db", tuning_db, "Tuning database (default $KORCH_CACHE_DIR/tuning.db or ~/.cache/korch/tuning.db)");
+                 "kept in the tuning database) or analytic (a roofline over the device spec)")
+      ->check(CLI::IsMember({"analytic", "measured"}))
+      ->default_str("measured where the target can be timed here, else analytic");
+  app.add_option("--tuning-db", tuning_db, "Tuning database")->default_str(kTuningDbDefault);
   app.add_option("--threads", threads, "CPU threads for kernels and measurement")->check(CLI::Range(1, 256));
   app.add_flag("--no-prune", no_prune, "Measure every candidate (no analytic pre-pruning)");
   app.add_flag("--isolated-costs", isolated_costs,
@@ -63,7 +64,8 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
   app.add_flag("--no-verify", no_verify,
                "With analytic costs: do not run the plan's kernels against the reference interpreter");
   if (!with_orchestrate) return;
-  app.add_option("--device-spec", spec_file, "Device spec JSON for the analytic model (see bench/results/device_specs.md)");
+  app.add_option("--device-spec", spec_file, "Device spec JSON for the analytic model (see bench/results/device_specs.md)")
+      ->default_str("the built-in spec of the target");
   app.add_flag("--measure-device", measure_device, "Measure this CPU's bandwidth for the analytic model (~1 s)");
   orchestrate.add_to(app);
 }

@@ -12,6 +12,9 @@
 
 namespace korch::cli {
 
+// Where the tuning database is unless --tuning-db says (for --help).
+inline constexpr const char* kTuningDbDefault = "$KORCH_CACHE_DIR/tuning.db, else ~/.cache/korch/tuning.db";
+
 struct OrchestrateFlags {
   int max_prims = 8, max_linear = 1, max_fanout = 4;
   bool no_recompute = false, verbose_solver = false;

@@ -2,6 +2,7 @@
 // line with a non-zero exit code; internal invariant failures abort with file:line.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,48 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+// Help in two columns: the option and its value's type on the left; on the right what it does,
+// then its default, what it needs and what it excludes (CLI11's own formatter puts those on the
+// left, which pushes the description off its column).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
+    std::string out;
+    if (opt->get_type_size() == 0) return out;
+    if (!opt->get_type_name().empty()) out += " " + get_label(opt->get_type_name());
+    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+    if (opt->get_required()) out += " " + get_label("REQUIRED");
+    return out;
+  }
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    std::string out = opt->get_description();
+    std::string def = opt->get_default_str();
+    if (def.size() >= 2 && def.front() == '[' && def.back() == ']') def = def.substr(1, def.size() - 2);
+    if (opt->get_type_size() != 0 && !opt->get_required() && !def.empty()) out += " (default: " + def + ")";
+    auto names = [](const auto& opts) {
+      std::string s;
+      for (const CLI::Option* o : opts) s += (s.empty() ? "" : ", ") + o->get_name();
+      return s;
+    };
+    if (!opt->get_needs().empty()) out += " [needs " + names(opt->get_needs()) + "]";
+    if (!opt->get_excludes().empty()) out += " [not with " + names(opt->get_excludes()) + "]";
+    return out;
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Korch: optimal kernel orchestration for tensor programs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "korch 0.1.0");
+  // Every option's default in --help, after its description; subcommands inherit both settings.
+  app.option_defaults()->always_capture_default();
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.footer("Examples:\n  korch compile model.onnx -o model.korch   choose and build the kernels (measured on this CPU)\n"
+             "  korch bench --artifact model.korch        time it next to onnxruntime and OpenVINO\n"
+             "  korch help compile                        one command's options, defaults and examples");
   std::vector<std::pair<CLI::App*, korch::cli::Command>> commands;
   auto add = [&](const char* name, const char* help, auto adder) {
     CLI::App* sub = app.add_subcommand(name, help);

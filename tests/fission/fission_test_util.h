@@ -78,7 +78,9 @@ inline Graph expect_fission_equivalent(const Graph& g, double tol = 1e-5, float 
   for (const Node& n : p.nodes) {
     PrimitiveKind k = primitive_kind(p, n);
     EXPECT_NE(k, PrimitiveKind::kOperator) << n.op_type << " left as an operator";
-    if (!allow_opaque) EXPECT_NE(k, PrimitiveKind::kOpaque) << n.op_type << " is opaque";
+    if (!allow_opaque) {
+      EXPECT_NE(k, PrimitiveKind::kOpaque) << n.op_type << " is opaque";
+    }
   }
   std::vector<Tensor> inputs = random_inputs(g, seed);
   for (Tensor& t : inputs)
@@ -95,7 +97,9 @@ inline Graph expect_fission_equivalent(const Graph& g, double tol = 1e-5, float 
       finite_want &= std::isfinite(want[i].get_as_double(k));
       finite_got &= std::isfinite(got[i].get_as_double(k));
     }
-    if (finite_want) EXPECT_TRUE(finite_got) << "output " << i << ": fission introduced inf/nan";
+    if (finite_want) {
+      EXPECT_TRUE(finite_got) << "output " << i << ": fission introduced inf/nan";
+    }
     EXPECT_LE(rel_l2(got[i], want[i]), tol) << "output " << i;
   }
   return p;
