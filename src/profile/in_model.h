@@ -12,7 +12,8 @@
 //   run_in_model   loads an artifact and runs it end to end at least `min_runs` times (more for a
 //                  fast model: at least 1 s of runs, at most 500), after warm-up runs for at
 //                  least 0.05 s; then as many runs with one clock read between consecutive kernels
-//                  (so the steps of a run add up to it); medians per kernel and of the whole runs
+//                  (so the steps of a run add up to it); medians per kernel and of the whole runs.
+//                  When those clock reads add under 0.1% to a run, one set of runs gives both
 //   InModelCosts   wraps a CostProvider: a candidate with a recorded in-model cost costs that;
 //                  every other candidate costs its isolated measurement scaled by how the kernels
 //                  of its class (with or without a linear primitive) compared in this model so far
@@ -39,8 +40,10 @@ class TuningDb;
 
 struct InModelRun {
   std::vector<double> step_seconds;  // median per kernel, plan order
-  double end_to_end = 0;             // median of whole runs without the per-kernel clock reads
+  double end_to_end = 0;             // median of whole runs (without the per-kernel clock reads unless shared_runs)
   double spread = 0;                 // (p90 - p10) / median of the whole runs
+  double timer_seconds = 0;          // one per-kernel clock read
+  bool shared_runs = false;          // the clock reads were under 0.1% of a run: one set of runs gave both
 };
 InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads);
 

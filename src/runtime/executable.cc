@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -300,6 +301,19 @@ std::vector<Executable::StepTime> Executable::step_times() const {
   for (size_t i = 0; i < steps_.size(); ++i)
     out.push_back({static_cast<int>(i), steps_[i].note, steps_[i].samples});
   return out;
+}
+
+double Executable::step_timer_seconds() {
+  Device& dev = *device_;
+  std::vector<double> per_read;
+  for (int batch = 0; batch < 9; ++batch) {
+    const double t0 = dev.synchronized_seconds();
+    double t = t0;
+    for (int i = 0; i < 50; ++i) t = dev.synchronized_seconds();
+    per_read.push_back((t - t0) / 50);
+  }
+  std::nth_element(per_read.begin(), per_read.begin() + 4, per_read.end());
+  return per_read[4];
 }
 
 void Executable::set_step_timing(bool on) {

@@ -61,6 +61,9 @@ class Executable {
   };
   void set_step_timing(bool on);
   std::vector<StepTime> step_times() const;
+  // What one of those clock reads costs on this executable's device, in seconds (the median of
+  // a few hundred reads).
+  double step_timer_seconds();
   // Device-specific changes made at load time (the CPU: values passed between linear steps in the
   // library's own layout, cpu_device.h; KORCH_NO_LAYOUT_HANDOFF=1 turns it off).
   int layout_handoffs() const { return specialized_; }

@@ -15,6 +15,7 @@
 #include "ir/text_format.h"
 #include "ir/tensor_compare.h"
 #include "pipeline/compile.h"
+#include "profile/in_model.h"
 #include "runtime/executable.h"
 
 namespace korch {
@@ -155,6 +156,36 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   EXPECT_GE(again.loop.loaded, static_cast<int64_t>(r.orchestration.plan.kernels.size()));
   EXPECT_EQ(again.measured.measured, 0);  // every isolated measurement came from the database
   fs::remove(o.measured.db_path);
+}
+
+// The closed loop's runs: the per-kernel clock's cost is measured, and one set of runs serves
+// for both the whole-run and the per-kernel times only where those clock reads are under 0.1% of
+// a run (a few long kernels), not on a model of microseconds.
+TEST_F(CompileModel, InModelRunsShareTimedRunsOnlyWhereTheClockIsNegligible) {
+  const Graph tiny = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+  compile_model(tiny, dir_.string(), analytic("cpu"));
+  const InModelRun fast = run_in_model(dir_.string(), 3, 1);
+  EXPECT_GT(fast.timer_seconds, 0);
+  EXPECT_LT(fast.timer_seconds, 2e-6);
+  EXPECT_FALSE(fast.shared_runs) << fast.end_to_end << " s a run";
+  fs::remove_all(dir_);
+
+  // Two 512^3 MatMuls: milliseconds a run, three kernel boundaries.
+  const Graph big = parse_graph(R"(graph t (opset 17) {
+  input a: f32[512,512]
+  input b: f32[512,512]
+  %c: f32[512,512] = MatMul(a, b)
+  %d: f32[512,512] = Relu(c)
+  %e: f32[512,512] = MatMul(d, b)
+  output e
+})");
+  compile_model(big, dir_.string(), analytic("cpu"));
+  const InModelRun slow = run_in_model(dir_.string(), 3, 1);
+  ASSERT_GT(slow.end_to_end, 1e-3) << "the case needs a run of milliseconds";
+  EXPECT_TRUE(slow.shared_runs);
+  double steps = 0;
+  for (double s : slow.step_seconds) steps += s;
+  EXPECT_NEAR(steps, slow.end_to_end, 0.25 * slow.end_to_end);  // the steps add up to the run
 }
 
 }  // namespace
