@@ -129,6 +129,11 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     for (const auto& x : l.rounds) fmt::print(" {}", x.departures);
     fmt::print("), kept round {}{}\n", l.kept,
                l.loaded ? fmt::format("; {} in-model costs from the database", l.loaded) : "");
+    int noisy = l.unfused_noisy;
+    for (const auto& x : l.rounds) noisy += x.noisy;
+    if (noisy)
+      fmt::print("  {} in-model run(s) stayed noisy (spread above 15% after a re-take; a busy machine?): "
+                 "the plan's times are the quietest run's\n", noisy);
     fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); unfused measured {:.1f} us "
                "({:.2f}x)\n",
                l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),
@@ -225,7 +230,11 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
     const LoopReport& l = r.loop;
     json rounds = json::array();
     for (const auto& x : l.rounds)
-      rounds.push_back({{"predicted_s", x.predicted}, {"measured_s", x.measured}, {"departures", x.departures}});
+      rounds.push_back({{"predicted_s", x.predicted},
+                        {"measured_s", x.measured},
+                        {"departures", x.departures},
+                        {"spread", x.spread},
+                        {"noisy", x.noisy}});
     j["closed_loop"] = {{"rounds", rounds},
                         {"kept_round", l.kept},
                         {"earlier_plan", l.earlier_plan},
@@ -233,6 +242,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"predicted_s", l.predicted},
                         {"measured_s", l.measured},
                         {"unfused_measured_s", l.unfused_measured},
+                        {"unfused_noisy", l.unfused_noisy},
                         {"speedup", l.unfused_measured / std::max(l.measured, 1e-30)}};
   }
   if (r.verify.ran) {

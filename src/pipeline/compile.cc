@@ -101,7 +101,11 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
   if (r.loop.ran) {
     nlohmann::json rounds = nlohmann::json::array();
     for (const auto& x : r.loop.rounds)
-      rounds.push_back({{"predicted_s", x.predicted}, {"measured_s", x.measured}, {"departures", x.departures}});
+      rounds.push_back({{"predicted_s", x.predicted},
+                        {"measured_s", x.measured},
+                        {"departures", x.departures},
+                        {"spread", x.spread},
+                        {"noisy", x.noisy}});
     contents.manifest_extra["measured_seconds"] = r.loop.measured;
     contents.manifest_extra["unfused_isolated_seconds"] = r.loop.unfused_isolated;
     contents.manifest_extra["closed_loop"] = {{"rounds", rounds}, {"kept", r.loop.kept}, {"in_model_records_loaded", r.loop.loaded}};
@@ -157,6 +161,12 @@ std::string model_key(const Graph& p) {
   return content_hash(print_graph(p, po));
 }
 
+// ", taken again" / ", noisy after a re-take": what the noise check did to a run.
+std::string run_noise(const InModelRun& run) {
+  if (run.noisy) return fmt::format(", noisy after {} re-take{}", run.retakes, run.retakes == 1 ? "" : "s");
+  return run.retakes ? ", taken again" : "";
+}
+
 std::vector<std::vector<NodeId>> kernel_sets(const KernelPlan& plan) {
   std::vector<std::vector<NodeId>> out;
   for (const PlannedKernel& k : plan.kernels) out.push_back(k.nodes);
@@ -189,7 +199,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   r.loop.loaded = in_model.loaded();
   for (int round = 1;; ++round) {
     const double predicted = r.orchestration.plan.total_seconds();
-    InModelRun run = run_in_model(dir, o.loop_runs, o.cpu_threads);
+    InModelRun run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
     int departures = 0;
     double departed = 0;  // seconds: how far the departing kernels are from their costs
     const size_t n = r.orchestration.plan.kernels.size();
@@ -206,11 +216,12 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
       // plan's predicted latency is the sum of what its kernels took in the run.
       in_model.record(p, candidate_of(r, i), m, step_note(i, n));
     }
-    r.loop.rounds.push_back({predicted, run.end_to_end, departures});
-    say(fmt::format("closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%; "
+    r.loop.rounds.push_back({predicted, run.end_to_end, departures, run.spread, run.noisy});
+    say(fmt::format("closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%{}; "
                     "per-kernel clock {:.0f} ns a read{}); {} of {} kernels depart from their costs by more than 10%",
-                    round, predicted * 1e6, run.end_to_end * 1e6, run.spread * 100, run.timer_seconds * 1e9,
-                    run.shared_runs ? ", under 0.1% of a run: timed in the same runs" : "", departures, n));
+                    round, predicted * 1e6, run.end_to_end * 1e6, run.spread * 100, run_noise(run),
+                    run.timer_seconds * 1e9, run.shared_runs ? ", under 0.1% of a run: timed in the same runs" : "",
+                    departures, n));
     seen.push_back(kernel_sets(r.orchestration.plan));
     rounds.push_back({r.orchestration, r.kernels, run});
     // Solving again pays only when the departures add up: under 3% of the run, the plan holds.
@@ -258,11 +269,11 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
       verify_plan(p, r.orchestration.plan);
       r.kernels = emit_plan(p, backend, r.orchestration);
       r.memory = write_artifact_files(dir, p, backend, r, o);
-      InModelRun again = run_in_model(dir, o.loop_runs, o.cpu_threads);
+      InModelRun again = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
       say(fmt::format("closed loop: an earlier compile's plan measured {:.1f} us then, {:.1f} us now", stored->seconds * 1e6,
                       again.end_to_end * 1e6));
       rounds.push_back({r.orchestration, r.kernels, again});
-      r.loop.rounds.push_back({r.orchestration.plan.total_seconds(), again.end_to_end, 0});
+      r.loop.rounds.push_back({r.orchestration.plan.total_seconds(), again.end_to_end, 0, again.spread, again.noisy});
       if (again.end_to_end < rounds[best].run.end_to_end) {
         best = rounds.size() - 1;
         r.loop.earlier_plan = true;
@@ -291,7 +302,11 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   for (size_t i = 0; i < n; ++i) instances += (i ? "," : "") + in_model.instance(candidate_of(r, i));
   // The database keeps the fastest plan measured: an earlier one within the noise band, faster
   // when it ran and not run again here, stays (so noise cannot ratchet the record up).
-  if (!(stored_within_noise && stored->seconds < kept.end_to_end)) in_model.record_whole("best", kept.end_to_end, instances);
+  if (kept.noisy)
+    say(fmt::format("closed loop: the kept plan's run stayed noisy (spread {:.0f}%): not stored as this model's best",
+                    kept.spread * 100));
+  else if (!(stored_within_noise && stored->seconds < kept.end_to_end))
+    in_model.record_whole("best", kept.end_to_end, instances);
   r.loop.predicted = r.orchestration.plan.total_seconds();
   r.loop.measured = rounds[best].run.end_to_end;
 
@@ -318,10 +333,19 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
     CompileOptions uo = o;
     uo.unfused = true;
     write_artifact_files(udir, p, backend, ur, uo);
-    unfused = run_in_model(udir, o.loop_runs, o.cpu_threads).end_to_end;
+    const InModelRun urun = run_in_model(udir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
+    unfused = urun.end_to_end;
     std::error_code ec;
     std::filesystem::remove_all(udir, ec);
-    in_model.record_whole("unfused", *unfused);
+    // Measured once per model and kept: so never a noisy run (a busy machine once made the
+    // unfused plan 3000x its isolated costs, and the record stood).
+    r.loop.unfused_noisy = urun.noisy;
+    if (urun.noisy)
+      say(fmt::format("closed loop: the unfused plan's run stayed noisy (spread {:.0f}%{}): not stored, measured again "
+                      "next compile",
+                      urun.spread * 100, run_noise(urun)));
+    else
+      in_model.record_whole("unfused", *unfused);
   }
   r.loop.unfused_isolated = ur.orchestration.plan.total_seconds();
   r.loop.unfused_measured = *unfused;

@@ -53,6 +53,7 @@ struct CompileOptions {
   bool close_loop = true;           // step 8 (false: isolated costs alone)
   int loop_rounds = 3;
   int loop_runs = 5;                // least timed runs of the model per round (at least 1 s of them)
+  double loop_max_spread = 0.15;    // a run whose spread is wider is taken again once, then marked noisy
   std::string model_name;           // recorded in plan.json and the manifest
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
 };
@@ -74,12 +75,15 @@ struct LoopReport {
   struct Round {
     double predicted = 0, measured = 0;
     int departures = 0;
+    double spread = 0;   // of the run's whole-run times, after its re-take if any
+    bool noisy = false;  // spread above 15% even after the re-take
   };
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)
   bool earlier_plan = false;      // it is an earlier compile's plan, which ran faster again
   double predicted = 0, measured = 0;
   double unfused_isolated = 0, unfused_measured = 0;
+  bool unfused_noisy = false;  // its run stayed noisy: not stored, measured again next compile
 };
 
 struct CompileResult {

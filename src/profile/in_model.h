@@ -13,7 +13,9 @@
 //                  fast model: at least 1 s of runs, at most 500), after warm-up runs for at
 //                  least 0.05 s; then as many runs with one clock read between consecutive kernels
 //                  (so the steps of a run add up to it); medians per kernel and of the whole runs.
-//                  When those clock reads add under 0.1% to a run, one set of runs gives both
+//                  When those clock reads add under 0.1% to a run, one set of runs gives both.
+//                  A spread above max_spread (and above 10 us) is taken again (max_retakes), the
+//                  quietest kept
 //   InModelCosts   wraps a CostProvider: a candidate with a recorded in-model cost costs that;
 //                  every other candidate costs its isolated measurement scaled by how the kernels
 //                  of its class (with or without a linear primitive) compared in this model so far
@@ -44,8 +46,11 @@ struct InModelRun {
   double spread = 0;                 // (p90 - p10) / median of the whole runs
   double timer_seconds = 0;          // one per-kernel clock read
   bool shared_runs = false;          // the clock reads were under 0.1% of a run: one set of runs gave both
+  int retakes = 0;                   // sets of runs taken again for a spread above max_spread
+  bool noisy = false;                // spread still above max_spread after them
 };
-InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads);
+InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads, double max_spread = 0.15,
+                        int max_retakes = 1);
 
 class InModelCosts : public CostProvider {
  public:

@@ -50,6 +50,18 @@ class CompileModel : public ::testing::Test {
   fs::path dir_;
 };
 
+// Two 512^3 MatMuls: milliseconds a run, three kernel boundaries.
+Graph two_matmuls() {
+  return parse_graph(R"(graph t (opset 17) {
+  input a: f32[512,512]
+  input b: f32[512,512]
+  %c: f32[512,512] = MatMul(a, b)
+  %d: f32[512,512] = Relu(c)
+  %e: f32[512,512] = MatMul(d, b)
+  output e
+})");
+}
+
 CompileOptions analytic(const std::string& target) {
   CompileOptions o;
   o.target = target;
@@ -158,6 +170,29 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   fs::remove(o.measured.db_path);
 }
 
+// A whole-plan time kept in the database for later compiles (the unfused baseline, the best plan)
+// is never one from a noisy run: with every run counted noisy, none is stored.
+TEST_F(CompileModel, NoisyInModelRunsAreNotStoredAsWholePlanTimes) {
+  const Graph g = two_matmuls();  // runs of milliseconds: their spread is more than jitter
+  CompileOptions o;
+  o.model_name = "two_matmuls";
+  o.measured.db_path = (dir_.string() + ".db");
+  o.loop_max_spread = 0;  // every run's spread is above it
+  o.loop_rounds = 1;
+  CompileResult r = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(r.loop.ran);
+  EXPECT_TRUE(r.loop.unfused_noisy);
+  for (const auto& round : r.loop.rounds) EXPECT_TRUE(round.noisy);
+  // Had the first compile stored its unfused time, the next would reuse it to the last bit.
+  o.loop_max_spread = 1e9;
+  CompileResult again = compile_model(g, dir_.string(), o);
+  EXPECT_FALSE(again.loop.unfused_noisy);
+  EXPECT_NE(again.loop.unfused_measured, r.loop.unfused_measured);
+  CompileResult third = compile_model(g, dir_.string(), o);
+  EXPECT_EQ(third.loop.unfused_measured, again.loop.unfused_measured);  // a quiet one is kept
+  fs::remove(o.measured.db_path);
+}
+
 // The closed loop's runs: the per-kernel clock's cost is measured, and one set of runs serves
 // for both the whole-run and the per-kernel times only where those clock reads are under 0.1% of
 // a run (a few long kernels), not on a model of microseconds.
@@ -170,22 +205,20 @@ TEST_F(CompileModel, InModelRunsShareTimedRunsOnlyWhereTheClockIsNegligible) {
   EXPECT_FALSE(fast.shared_runs) << fast.end_to_end << " s a run";
   fs::remove_all(dir_);
 
-  // Two 512^3 MatMuls: milliseconds a run, three kernel boundaries.
-  const Graph big = parse_graph(R"(graph t (opset 17) {
-  input a: f32[512,512]
-  input b: f32[512,512]
-  %c: f32[512,512] = MatMul(a, b)
-  %d: f32[512,512] = Relu(c)
-  %e: f32[512,512] = MatMul(d, b)
-  output e
-})");
-  compile_model(big, dir_.string(), analytic("cpu"));
+  compile_model(two_matmuls(), dir_.string(), analytic("cpu"));
   const InModelRun slow = run_in_model(dir_.string(), 3, 1);
   ASSERT_GT(slow.end_to_end, 1e-3) << "the case needs a run of milliseconds";
   EXPECT_TRUE(slow.shared_runs);
   double steps = 0;
   for (double s : slow.step_seconds) steps += s;
   EXPECT_NEAR(steps, slow.end_to_end, 0.25 * slow.end_to_end);  // the steps add up to the run
+  // The noise check: a spread above the limit is taken again, then marked noisy.
+  const InModelRun strict = run_in_model(dir_.string(), 3, 1, 0.0, 1);
+  EXPECT_EQ(strict.retakes, 1);
+  EXPECT_TRUE(strict.noisy);
+  const InModelRun lax = run_in_model(dir_.string(), 3, 1, 1e9, 1);
+  EXPECT_EQ(lax.retakes, 0);
+  EXPECT_FALSE(lax.noisy);
 }
 
 }  // namespace
