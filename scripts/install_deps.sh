@@ -30,7 +30,8 @@ fi
 [[ "${KORCH_SKIP_PY:-0}" == 1 ]] && exit 0
 
 # Python side: a venv over Debian's torch (CPU, 1.13) for model export, plus the CPU peers
-# (onnxruntime, openvino) and onnx 1.22.0 (the last release that ships the backend node tests).
+# (onnxruntime, openvino), onnx 1.22.0 (the last release that ships the backend node tests) and
+# scikit-build-core (pip wheel . builds the Python API as a wheel: pyproject.toml).
 VENV="${KORCH_VENV:-$here/.venv}"
 if [[ ! -x "$VENV/bin/python" ]]; then
   echo "[install] venv at $VENV"
@@ -49,7 +50,7 @@ for spec in sys.argv[1:]:
 print(" ".join(missing))
 PY
 }
-need=$(want_py onnx==1.22.0 onnxruntime openvino pytest)
+need=$(want_py onnx==1.22.0 onnxruntime openvino pytest scikit-build-core)
 if [[ -n "$need" ]]; then
   echo "[install] pip: $need"
   "$VENV/bin/pip" install -q $need
