@@ -132,8 +132,8 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     int noisy = l.unfused_noisy;
     for (const auto& x : l.rounds) noisy += x.noisy;
     if (noisy)
-      fmt::print("  {} in-model run(s) stayed noisy (spread above 15% after a re-take; a busy machine?): "
-                 "the plan's times are the quietest run's\n", noisy);
+      fmt::print("  {} in-model run(s) stayed noisy (spread above {:.0f}% after a re-take; a busy machine?): "
+                 "the plan's times are the quietest run's\n", noisy, 100 * options.loop_max_spread);
     fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); unfused measured {:.1f} us "
                "({:.2f}x)\n",
                l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),
@@ -228,14 +228,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
   }
   if (r.loop.ran) {
     const LoopReport& l = r.loop;
-    json rounds = json::array();
-    for (const auto& x : l.rounds)
-      rounds.push_back({{"predicted_s", x.predicted},
-                        {"measured_s", x.measured},
-                        {"departures", x.departures},
-                        {"spread", x.spread},
-                        {"noisy", x.noisy}});
-    j["closed_loop"] = {{"rounds", rounds},
+    j["closed_loop"] = {{"rounds", loop_rounds_json(l)},
                         {"kept_round", l.kept},
                         {"earlier_plan", l.earlier_plan},
                         {"loaded", l.loaded},

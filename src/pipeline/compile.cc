@@ -99,13 +99,7 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
                              {"primitives", p.nodes.size()},
                              {"timing", r.meta.timing}};
   if (r.loop.ran) {
-    nlohmann::json rounds = nlohmann::json::array();
-    for (const auto& x : r.loop.rounds)
-      rounds.push_back({{"predicted_s", x.predicted},
-                        {"measured_s", x.measured},
-                        {"departures", x.departures},
-                        {"spread", x.spread},
-                        {"noisy", x.noisy}});
+    const nlohmann::json rounds = loop_rounds_json(r.loop);
     contents.manifest_extra["measured_seconds"] = r.loop.measured;
     contents.manifest_extra["unfused_isolated_seconds"] = r.loop.unfused_isolated;
     contents.manifest_extra["closed_loop"] = {{"rounds", rounds}, {"kept", r.loop.kept}, {"in_model_records_loaded", r.loop.loaded}};
@@ -371,6 +365,17 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
 }
 
 }  // namespace
+
+nlohmann::json loop_rounds_json(const LoopReport& loop) {
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const auto& x : loop.rounds)
+    rounds.push_back({{"predicted_s", x.predicted},
+                      {"measured_s", x.measured},
+                      {"departures", x.departures},
+                      {"spread", x.spread},
+                      {"noisy", x.noisy}});
+  return rounds;
+}
 
 CostSource default_cost_source(const std::string& target) {
   return target == "cpu" ? CostSource::kMeasured : CostSource::kAnalytic;

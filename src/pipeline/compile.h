@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "codegen/backend.h"
 #include "ir/graph.h"
 #include "orchestrate/analytic_cost.h"
@@ -85,6 +87,9 @@ struct LoopReport {
   double unfused_isolated = 0, unfused_measured = 0;
   bool unfused_noisy = false;  // its run stayed noisy: not stored, measured again next compile
 };
+
+// The closed loop's rounds as JSON (manifest.json and `korch compile --json` alike).
+nlohmann::json loop_rounds_json(const LoopReport& loop);
 
 struct CompileResult {
   Graph primitives;

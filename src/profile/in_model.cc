@@ -67,7 +67,6 @@ InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_t
   InModelRun best = take();
   for (int retake = 1; wide(best) && retake <= max_retakes; ++retake) {
     InModelRun again = take();
-    again.retakes = retake;
     if (again.spread < best.spread) best = std::move(again);
     best.retakes = retake;
   }

@@ -67,13 +67,11 @@ std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& s
       const auto now = fs::file_time_type::clock::now();
       fs::last_write_time(out[i].library_path, now, ec);
       fs::last_write_time(out[i].source_path, now, ec);
+      if (on_unit) on_unit(true);
     } else {
       todo.push_back(i);
     }
   }
-  if (on_unit)
-    for (size_t i = 0; i < sources.size(); ++i)
-      if (out[i].cached) on_unit(true);
 
   std::atomic<size_t> next{0};
   std::mutex mu;

@@ -172,10 +172,8 @@ std::vector<PtxModule> compile_to_ptx(const std::vector<std::string>& sources, c
       out[i].cached = !out[i].ptx.empty();
     }
     if (!out[i].cached) todo.push_back(i);
+    else if (on_unit) on_unit(true);
   }
-  if (on_unit)
-    for (const PtxModule& m : out)
-      if (m.cached) on_unit(true);
   std::atomic<size_t> next{0};
   std::mutex mu;
   std::string first_error;
