@@ -348,6 +348,29 @@ def _build_rnn_classifier(kind: str):
     return build
 
 
+def _build_crnn():
+    """A CRNN-style text-line recogniser: a conv encoder over a 32x128 grey line image, its
+    columns as a 32-step sequence, a 2-layer bidirectional LSTM (hidden 256) and a per-step
+    37-way classifier (the shape of CTC recognisers shipped with OCR packages)."""
+    import torch.nn as nn
+
+    def block(i, o, pool):
+        return [nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(), nn.MaxPool2d(pool)]
+
+    class Crnn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cnn = nn.Sequential(*block(1, 64, 2), *block(64, 128, 2), *block(128, 256, (2, 1)),
+                                     *block(256, 256, (4, 1)))
+            self.rnn = nn.LSTM(256, 256, num_layers=2, bidirectional=True)
+            self.head = nn.Linear(512, 37)
+
+        def forward(self, x):
+            f = self.cnn(x).squeeze(2).permute(2, 0, 1)  # [W=32, N, C]
+            return self.head(self.rnn(f)[0])
+    return Crnn()
+
+
 def _build_pixelshuffle_sr():
     """ESPCN-style x3 super-resolution (PixelShuffle), plus a PixelUnshuffle stem."""
     import torch.nn as nn
@@ -553,6 +576,7 @@ MODELS.update({
     "text_encoder": Spec(_build_text_encoder, (1, 64), "extra", input_dtype="int64"),
     "lstm_classifier": Spec(_build_rnn_classifier("LSTM"), (1, 50, 32), "extra"),
     "gru_classifier": Spec(_build_rnn_classifier("GRU"), (1, 50, 32), "extra"),
+    "crnn_text": Spec(_build_crnn, (1, 1, 32, 128), "extra"),
     "pixelshuffle_sr": Spec(_build_pixelshuffle_sr, (1, 3, 64, 64), "extra"),
     "unet_small": Spec(_build_unet_small, (1, 3, 128, 128), "extra"),
     "norm_act_net": Spec(_build_norm_act_net, (1, 3, 64, 64), "extra"),

@@ -47,7 +47,7 @@ struct EmittedKernel {
   nlohmann::json recipe;          // how the device runs it (runtime/<device>/<device>_kernel.h)
   std::vector<ValueId> arg_inputs;  // graph values bound to the recipe's inputs
   std::vector<ValueId> outputs;     // graph values bound to the recipe's outputs
-  // The kernel is the reference interpreter running its primitives (an opaque op: TopK, LSTM...):
+  // The kernel is the reference interpreter running its primitives (an opaque op: TopK...):
   // checking it against the reference would compare the interpreter with itself, so it is
   // reported as unchecked rather than as checked.
   bool runs_reference() const { return recipe.contains("reference_graph"); }

@@ -10,6 +10,7 @@
 #include "codegen/kernel_signature.h"
 #include "codegen/linear_match.h"
 #include "codegen/loop_kernel.h"
+#include "codegen/rnn_match.h"
 #include "ir/primitive.h"
 #include "ir/text_format.h"
 
@@ -51,6 +52,22 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
                             : fmt::format("{} (node '{}') is {}: it runs alone", node.op_type, node.name,
                                           primitive_kind_name(kind));
       return k;
+    }
+    if (rules.library_rnn && is_rnn_op(node.op_type)) {
+      RnnMatchResult rm = match_rnn(g, node);
+      if (rm.ok) {  // a library call reading and writing the node's values in place
+        auto slot_of = [](const std::vector<ValueId>& vs, ValueId v, int base) {
+          auto it = std::find(vs.begin(), vs.end(), v);
+          return v == kNoValue || it == vs.end() ? -1 : base + static_cast<int>(it - vs.begin());
+        };
+        rm.desc["input_slots"] = nlohmann::json::array();
+        rm.desc["output_slots"] = nlohmann::json::array();
+        for (ValueId v : node.inputs) rm.desc["input_slots"].push_back(slot_of(arg_inputs, v, 0));
+        for (ValueId v : node.outputs)
+          rm.desc["output_slots"].push_back(slot_of(c.outputs, v, static_cast<int>(arg_inputs.size())));
+        k.linear = std::move(rm.desc);
+        return k;
+      }
     }
     // No generated code for it: the reference interpreter runs it (runtime/kernel_recipe.h).
     PrintOptions po;

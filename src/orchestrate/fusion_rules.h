@@ -28,6 +28,9 @@ struct FusionRules {
   std::vector<PrimitiveKind> linear_epilogue = {PrimitiveKind::kElementwise, PrimitiveKind::kBroadcast};
   std::vector<PrimitiveKind> linear_constant_operands = {PrimitiveKind::kElementwise, PrimitiveKind::kBroadcast,
                                                          PrimitiveKind::kLayout};
+  // LSTM, GRU and RNN nodes run as a library call (codegen/rnn_match.h) where it can express
+  // them, instead of in the reference interpreter.
+  bool library_rnn = false;
 };
 
 // "" when a kernel of c's nodes is allowed under `rules`, else why not. Closed under convex

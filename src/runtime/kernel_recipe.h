@@ -2,7 +2,8 @@
 //   "inputs", "outputs"  the argument inputs' and outputs' types, [{dtype, shape}]
 //   "scratch_bytes"      the scratch buffers, after the outputs in the argument list
 //   "linear"             (optional) a library call: codegen/linear_match.h's description with its
-//                        operand_slots / result_slot filled in
+//                        operand_slots / result_slot filled in, or (LSTM/GRU/RNN)
+//                        codegen/rnn_match.h's with input_slots / output_slots
 //   "reference_graph"    (optional) no generated code: the kernel's one-node graph in the IR text
 //                        form, run by the reference interpreter (every device supports it; one
 //                        without host memory through copies)
@@ -40,7 +41,7 @@ struct KernelRecipeBase {
   }
 };
 
-// An opaque primitive (TopK, LSTM, GridSample, ...) or an operator fission keeps whole has no
+// An opaque primitive (TopK, GridSample, ...) or an operator fission keeps whole has no
 // generated code: it runs in the reference interpreter, at reference speed for that op, so a model
 // with such an op still compiles and runs. Host pointers in and out.
 class ReferenceStep {

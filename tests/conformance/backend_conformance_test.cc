@@ -80,6 +80,76 @@ std::vector<Case> opaque_cases() {
   return {whole("opaque", whole_graph_case("TopK", b.finish({tk[0], tk[1]})))};
 }
 
+// LSTM / GRU / RNN: on the CPU a oneDNN RNN primitive per direction (codegen/rnn_match.h), with
+// the variants ONNX allows that the library call takes (directions, initial states, peepholes,
+// layout 1, unused outputs, linear_before_reset, activations); `fallback` marks the ones it
+// refuses, which run in the reference interpreter on every backend.
+struct RnnCase {
+  Case c;
+  bool fallback = false;
+};
+
+std::vector<RnnCase> rnn_cases() {
+  std::vector<RnnCase> cs;
+  const int64_t T = 5, N = 3, I = 8, H = 16;
+  struct Spec {
+    std::string name, op, direction = "forward";
+    bool bias = true, h0 = false, c0 = false, peephole = false;
+    size_t outputs = 3;  // Y, Y_h, Y_c as far as the op has them
+    int64_t layout = 0, lbr = 0, seq_lens = -1;
+    std::vector<std::string> activations;
+    bool clip = false, fallback = false;
+  };
+  std::vector<Spec> specs = {
+      {.name = "LSTM", .op = "LSTM"},
+      {.name = "LSTMReverseInitialStates", .op = "LSTM", .direction = "reverse", .h0 = true, .c0 = true},
+      {.name = "LSTMBidirectionalPeephole", .op = "LSTM", .direction = "bidirectional", .h0 = true, .c0 = true, .peephole = true},
+      {.name = "LSTMNoBiasOnlyY", .op = "LSTM", .bias = false, .outputs = 1},
+      {.name = "LSTMLayout1Bidirectional", .op = "LSTM", .direction = "bidirectional", .h0 = true, .c0 = true, .layout = 1},
+      {.name = "LSTMFullSequenceLens", .op = "LSTM", .seq_lens = T},
+      {.name = "LSTMInitialHOnlyFinalHOnly", .op = "LSTM", .direction = "bidirectional", .h0 = true, .outputs = 2},
+      {.name = "GRU", .op = "GRU", .h0 = true},
+      {.name = "GRULinearBeforeResetBidirectional", .op = "GRU", .direction = "bidirectional", .h0 = true, .lbr = 1},
+      {.name = "RNNTanh", .op = "RNN", .h0 = true},
+      {.name = "RNNReluSigmoidBidirectional", .op = "RNN", .direction = "bidirectional", .activations = {"Relu", "Sigmoid"}},
+      {.name = "LSTMClip", .op = "LSTM", .clip = true, .fallback = true},
+      {.name = "LSTMShortSequenceLens", .op = "LSTM", .seq_lens = T - 2, .fallback = true},
+  };
+  uint64_t seed = 100;
+  for (const Spec& s : specs) {
+    const int64_t D = s.direction == "bidirectional" ? 2 : 1, G = s.op == "LSTM" ? 4 : s.op == "GRU" ? 3 : 1;
+    GraphBuilder b(17);
+    std::mt19937_64 rng(seed++);
+    std::uniform_real_distribution<float> u(-0.4f, 0.4f);
+    auto small = [&](Shape shape) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = u(rng);
+      return b.constant(Tensor::from_vector<float>(v, std::move(shape)));
+    };
+    const Shape state = s.layout == 0 ? Shape{D, N, H} : Shape{N, D, H};
+    std::vector<ValueId> in = {b.f32("x", s.layout == 0 ? Shape{T, N, I} : Shape{N, T, I}), small({D, G * H, I}),
+                               small({D, G * H, H}), s.bias ? small({D, 2 * G * H}) : kNoValue,
+                               s.seq_lens >= 0 ? b.constant(Tensor::from_vector<int32_t>(std::vector<int32_t>(N, static_cast<int32_t>(s.seq_lens)), {N}))
+                                               : kNoValue,
+                               s.h0 ? b.f32("h0", state) : kNoValue};
+    if (s.op == "LSTM") {
+      in.push_back(s.c0 ? b.f32("c0", state) : kNoValue);
+      in.push_back(s.peephole ? small({D, 3 * H}) : kNoValue);
+    }
+    while (!in.empty() && in.back() == kNoValue) in.pop_back();
+    Attributes a = attrs({{"hidden_size", H}, {"direction", s.direction}, {"layout", s.layout}});
+    if (s.op == "GRU") a.set("linear_before_reset", s.lbr);
+    if (!s.activations.empty()) a.set("activations", s.activations);
+    if (s.clip) a.set("clip", 0.5f);
+    const std::vector<ValueId> out = b.node_n(s.op, in, a, s.op == "LSTM" ? 3 : 2);
+    const std::vector<ValueId> outputs(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(std::min(s.outputs, out.size())));
+    cs.push_back({whole("rnn", whole_graph_case(s.name, b.finish(outputs))), s.fallback});
+  }
+  return cs;
+}
+
 // Every primitive of the built-in models as a kernel of its own.
 std::vector<Case> model_cases() {
   std::vector<Case> cs;
@@ -146,6 +216,7 @@ TEST(BackendConformance, EveryCaseOnEveryBackendMatchesTheReference) {
   for (auto& lc : chain_cases()) cases.push_back(whole("loop:chain", std::move(lc)));
   for (auto& c : linear_cases()) cases.push_back(std::move(c));
   for (auto& c : opaque_cases()) cases.push_back(std::move(c));
+  for (auto& c : rnn_cases()) cases.push_back(std::move(c.c));
   for (auto& c : model_cases()) cases.push_back(std::move(c));
 
   const std::vector<std::string> names = {"cpu", "cuda"};
@@ -187,6 +258,18 @@ TEST(BackendConformance, EveryCaseOnEveryBackendMatchesTheReference) {
   // The table is not vacuous: every family runs on both backends.
   for (const auto& [family, row] : table)
     for (const std::string& name : names) EXPECT_GT(row.at(name).second, 0) << family << " on " << name;
+}
+
+// The rnn family above passes on the CPU as library calls, not as the interpreter checked against
+// itself: each supported case is a oneDNN step, each refused one the reference op.
+TEST(BackendConformance, RecurrentOpsAreLibraryCallsOnTheCpu) {
+  std::unique_ptr<Backend> cpu = make_backend("cpu");
+  for (const RnnCase& rc : rnn_cases()) {
+    const EmittedKernel k = cpu->emit(*rc.c.g, rc.c.c);
+    ASSERT_TRUE(k.ok) << rc.c.name << ": " << k.reason;
+    EXPECT_EQ(k.runs_reference(), rc.fallback) << rc.c.name << ": " << k.recipe.dump();
+    EXPECT_EQ(k.recipe.contains("linear"), !rc.fallback) << rc.c.name;
+  }
 }
 
 }  // namespace

@@ -67,8 +67,7 @@ def test_reference_within_f32_noise(name):
 
 # More torchvision / torch.nn architectures (export_models.py --group extra), to
 # find what the frontend and interpreter cannot handle yet. Deselected unless
-# -m selects "extra" (see conftest.py). LSTM / GRU are expected to fail until
-# those operators land.
+# -m selects "extra" (see conftest.py).
 @pytest.mark.parametrize("name", [_param(n) for n in export_models.EXTRA])
 def test_extra_reference_matches_onnxruntime(name):
     _check(name)

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
 
 #include "codegen/cpu/cpu_backend.h"
 #include "frontend/builtin_models.h"
@@ -87,6 +90,41 @@ TEST_F(CompileModel, ReferenceKernelsAreNotReportedAsChecked) {
   EXPECT_EQ(r.verify.kernels + r.verify.reference, static_cast<int64_t>(r.kernels.size()));
   EXPECT_GE(r.verify.kernels, 1);  // Relu and Neg are generated, and checked
   expect_runs_like_the_reference(g, false);
+}
+
+// An LSTM between generated kernels is a oneDNN library call on the CPU (checked against the
+// reference like every generated kernel), reading its input from one kernel and feeding Y and Y_h
+// to others; the CUDA backend still runs it in the interpreter.
+TEST_F(CompileModel, RecurrentOpsRunAsCheckedLibraryCallsOnTheCpu) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> u(-0.4f, 0.4f);
+  auto values = [&](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += fmt::format("{}{:.4f}", i ? ", " : "", u(rng));
+    return "[" + s + "]";
+  };
+  const Graph g = parse_graph(fmt::format(R"(graph t (opset 17) {{
+  input x: f32[6,2,8]
+  const w: f32[2,64,8] = {}
+  const r: f32[2,64,16] = {}
+  const b: f32[2,128] = {}
+  %a: f32[6,2,8] = Tanh(x)
+  %y: f32[6,2,2,16], %yh: f32[2,2,16] = LSTM(a, w, r, b) {{direction="bidirectional", hidden_size=16}}
+  %z: f32[6,2,2,16] = Relu(y)
+  %h: f32[2,2,16] = Neg(yh)
+  output z, h
+}})",
+                                          values(2 * 64 * 8), values(2 * 64 * 16), values(2 * 128)));
+  const CompileResult r = compile_model(g, dir_.string(), analytic("cpu"));
+  ASSERT_TRUE(r.verify.ran);
+  EXPECT_EQ(r.verify.reference, 0);
+  EXPECT_EQ(r.verify.kernels, static_cast<int64_t>(r.kernels.size()));
+  EXPECT_TRUE(r.verify.failures.empty());
+  expect_runs_like_the_reference(g, false);
+  fs::remove_all(dir_);
+  const CompileResult rc = compile_model(g, dir_.string(), analytic("cuda"));
+  EXPECT_EQ(rc.verify.reference, 1);
+  expect_runs_like_the_reference(g, true);
 }
 
 TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {

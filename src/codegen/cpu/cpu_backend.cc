@@ -21,6 +21,7 @@ namespace {
 FusionRules cpu_fusion_rules() {
   FusionRules r;  // the defaults are oneDNN's epilogue rules
   r.name = "cpu: oneDNN post-ops";
+  r.library_rnn = true;  // oneDNN's LSTM / GRU / RNN primitives
   return r;
 }
 

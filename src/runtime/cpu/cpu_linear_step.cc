@@ -19,6 +19,8 @@
 // "plain" stays selectable for the profiler. MatMul always runs on plain src/dst (what oneDNN
 // picks anyway) with `any` weights when they are constant (blocked once, e.g. ba16a64b).
 #include "runtime/cpu/cpu_linear_step.h"
+#include "runtime/cpu/cpu_dnnl.h"
+#include "runtime/cpu/cpu_rnn_step.h"
 
 #include <fmt/format.h>
 
@@ -33,16 +35,16 @@
 
 namespace korch::cpu {
 
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
 namespace {
 
 using nlohmann::json;
 using dnnl::memory;
 using dt = memory::data_type;
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 memory::dims dims_of(const json& j) { return j.get<memory::dims>(); }
 
@@ -393,6 +395,8 @@ void DnnlLinearStep::run(void* const* args) {
 
 std::unique_ptr<LinearStep> LinearStep::create(const nlohmann::json& desc) {
   try {
+    const std::string op = desc.at("op").get<std::string>();
+    if (op == "LSTM" || op == "GRU" || op == "RNN") return create_rnn_step(desc);
     return std::make_unique<DnnlLinearStep>(desc);
   } catch (const nlohmann::json::exception& e) {
     fail("malformed linear step description: {}", e.what());
