@@ -9,6 +9,7 @@
 
 #include "codegen/cpu/cpu_compiler.h"
 #include "codegen/cpu/cpu_loop_emitter.h"
+#include "runtime/cpu/cpu_device_id.h"
 #include "temp_dir.h"
 
 namespace korch {
@@ -62,6 +63,21 @@ TEST(ToolchainKernel, CacheHitsAreReportedFirstThenEachCompile) {
   EXPECT_EQ(second, std::vector<bool>({true, false}));  // a's hit before b's compile
   EXPECT_FALSE(libs[0].cached);
   EXPECT_TRUE(libs[1].cached);
+}
+
+// Kernels are built -march=native: a cached library is this CPU's, so the CPU (model and ISA) is
+// part of its key, and a cache folder shared with another machine does not hand its libraries here.
+TEST(ToolchainKernel, TheCacheKeyNamesTheCpu) {
+  testing::TempDir dir("korch-compile-cpu-key");
+  HostCompilerConfig config = cpu::default_cpu_compiler();
+  config.cache_dir = dir.path().string();
+  EXPECT_NE(config.key_extra.find(cpu_device_id(1)), std::string::npos) << config.key_extra;
+  const std::string a = "extern \"C\" int unit_a() { return 1; }\n";
+  std::vector<bool> hits;
+  compile_libraries({a}, config, [&](bool cached) { hits.push_back(cached); });
+  config.key_extra += "|another cpu";
+  compile_libraries({a}, config, [&](bool cached) { hits.push_back(cached); });
+  EXPECT_EQ(hits, std::vector<bool>({false, false}));
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include "codegen/cpu/cpu_loop_emitter.h"
 #include "codegen/kernel_parts.h"
 #include "codegen/kernel_signature.h"
+#include "codegen/rnn_match.h"
+#include "runtime/cpu/cpu_linear_step.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/cpu/cpu_kernel.h"
 #include "runtime/cpu/cpu_module.h"
@@ -38,6 +40,21 @@ EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c) const {
   CpuKernelRecipe recipe;
   KernelParts parts = start_emit(g, c, rules_, k, recipe);
   if (!k.reason.empty()) return k;
+  // A recurrent node is a oneDNN call only if oneDNN creates the primitive for it here; otherwise
+  // it runs in the interpreter (with no other candidate for the node, a call that failed later,
+  // at the correctness gate, would leave no plan at all).
+  if (recipe.linear && is_rnn_op(recipe.linear->value("op", ""))) {
+    try {
+      (void)LinearStep::create(*recipe.linear);
+    } catch (const Error&) {
+      FusionRules interpreted = rules_;
+      interpreted.library_rnn = false;
+      k = EmittedKernel{};
+      recipe = CpuKernelRecipe{};
+      parts = start_emit(g, c, interpreted, k, recipe);
+      if (!k.reason.empty()) return k;
+    }
+  }
   if (parts.loop) {
     recipe.symbol = "korch_k_" + k.hash;
     CodeWriter w;

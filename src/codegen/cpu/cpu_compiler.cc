@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "runtime/cpu/cpu_device_id.h"
+
 namespace korch::cpu {
 
 HostCompilerConfig default_cpu_compiler() {
@@ -12,7 +14,8 @@ HostCompilerConfig default_cpu_compiler() {
              "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-w"};
   c.libs = {"-lmvec", "-lm"};
   c.cache_subdir = "kernels";
-  c.key_extra = std::to_string(kCpuGeneratorVersion);
+  // -march=native: a library is this CPU's (model and ISA), not only this source's and flags'.
+  c.key_extra = std::to_string(kCpuGeneratorVersion) + "|" + cpu_device_id(1);
   return c;
 }
 
