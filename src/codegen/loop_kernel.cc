@@ -75,15 +75,22 @@ bool materialised(const Graph& g, const Node& n) {
 using Body = std::function<void(StageBuilder&, const std::vector<int>& kept, const std::vector<int>& red)>;
 using Groups = std::vector<std::vector<size_t>>;  // consecutive dims per loop
 
+// Positions [begin, end) of the innermost kept loop, when it is one dim (end < 0: all of it).
+struct InnerRange {
+  int64_t begin = 0, end = -1;
+};
+
 Stage build_stage(KernelContext& kc, const Shape& kept, const Shape& red, const Groups& gk, const Groups& gr,
-                  bool reduction, const Body& body) {
+                  bool reduction, const Body& body, InnerRange range = {}) {
   Stage st;
   st.is_reduction = reduction;
+  const bool ranged = range.end >= 0 && !gk.empty() && gk.back().size() == 1;
   for (const auto& grp : gk) {
     int64_t e = 1;
     for (size_t d : grp) e *= kept[d];
     st.loops.push_back(Loop{e, false});
   }
+  if (ranged) st.loops[gk.size() - 1].extent = range.end - range.begin;
   for (const auto& grp : gr) {
     int64_t e = 1;
     for (size_t d : grp) e *= red[d];
@@ -103,7 +110,8 @@ Stage build_stage(KernelContext& kc, const Shape& kept, const Shape& red, const 
     }
     return idx;
   };
-  const std::vector<int> kidx = assign(kept, gk, 0);
+  std::vector<int> kidx = assign(kept, gk, 0);
+  if (ranged) kidx[gk.back()[0]] = b.ix_add_const(b.ix_var(static_cast<int>(gk.size()) - 1), range.begin);
   const std::vector<int> ridx = assign(red, gr, static_cast<int>(gk.size()));
   body(b, kidx, ridx);
   return st;
@@ -147,7 +155,8 @@ int64_t stage_cost(const Stage& st) {
   return cost;
 }
 
-Stage plan_stage(KernelContext& kc, const Shape& kept, const Shape& red, bool reduction, const Body& body) {
+Stage plan_stage(KernelContext& kc, const Shape& kept, const Shape& red, bool reduction, const Body& body,
+                 Groups* chosen = nullptr) {
   Groups gk, gr;
   for (size_t d = 0; d < kept.size(); ++d)
     if (kept[d] != 1) gk.push_back({d});
@@ -175,6 +184,7 @@ Stage plan_stage(KernelContext& kc, const Shape& kept, const Shape& red, bool re
       if (improved) break;
     }
   }
+  if (chosen) *chosen = gk;
   return best;
 }
 
@@ -340,14 +350,63 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
   return st;
 }
 
-Stage pointwise_stage(KernelContext& kc, const Shape& shape, const std::vector<std::pair<ValueId, int>>& outs) {
-  Stage st = plan_stage(kc, shape, {}, false, [&](StageBuilder& b, const std::vector<int>& k, const std::vector<int>&) {
+// One stage, or one per interval of its innermost loop where index-set splitting pays
+// (loop_kernel_split.cc): at most kMaxPieces, and only when the pieces together evaluate at most
+// half the innermost-level tests, clamps and index folds the whole loop does.
+std::vector<Stage> pointwise_stages_for(KernelContext& kc, const Shape& shape,
+                                        const std::vector<std::pair<ValueId, int>>& outs) {
+  constexpr size_t kMaxPieces = 5;
+  const Body body = [&](StageBuilder& b, const std::vector<int>& k, const std::vector<int>&) {
     for (const auto& [v, buffer] : outs) b.stage().stores.push_back(Store{buffer, b.flat_index(k, shape), b.value_at(v, k)});
-  });
+  };
+  Groups gk;
+  Stage st = plan_stage(kc, shape, {}, false, body, &gk);
   std::string bufs;
   for (const auto& [v, buffer] : outs) bufs += (bufs.empty() ? "buffer " : ", ") + std::to_string(buffer);
   st.comment = "pointwise -> " + bufs;
-  return st;
+  std::vector<Stage> out;
+  const int64_t irregular = inner_irregularity(st);
+  if (irregular == 0 || gk.empty() || gk.back().size() != 1) {
+    out.push_back(std::move(st));
+    return out;
+  }
+  // Cut where the whole loop's expressions change form, then again inside each piece (a fold
+  // that only the narrower range reveals: reflect padding's mod first, then its mirror), while
+  // the pieces stay few.
+  const int64_t extent = st.loops.back().extent;
+  auto piece = [&](int64_t begin, int64_t end) {
+    return build_stage(kc, shape, {}, gk, {}, false, body, InnerRange{begin, end});
+  };
+  std::vector<std::pair<int64_t, int64_t>> intervals = {{0, extent}};
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<std::pair<int64_t, int64_t>> next;
+    for (const auto& [begin, end] : intervals) {
+      int64_t from = begin;
+      for (int64_t p : inner_split_points(pass == 0 ? st : piece(begin, end))) {
+        next.emplace_back(from, begin + p);
+        from = begin + p;
+      }
+      next.emplace_back(from, end);
+    }
+    if (next.size() > kMaxPieces || next.size() == intervals.size()) break;
+    intervals = std::move(next);
+  }
+  if (intervals.size() == 1) {
+    out.push_back(std::move(st));
+    return out;
+  }
+  int64_t after = 0;
+  for (const auto& [begin, end] : intervals) {
+    Stage p = piece(begin, end);
+    after += inner_irregularity(p) * (end - begin);
+    p.comment = fmt::format("{} [{}, {}) of the innermost loop", st.comment, begin, end);
+    out.push_back(std::move(p));
+  }
+  if (2 * after > irregular * extent) {
+    out.clear();
+    out.push_back(std::move(st));
+  }
+  return out;
 }
 
 }  // namespace
@@ -417,7 +476,7 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
         k->buffers[static_cast<size_t>(out_buffer.at(v))].written = true;
       }
       for (const auto& [shape, outs] : groups) {
-        k->stages.push_back(pointwise_stage(kc, shape, outs));
+        for (Stage& st : pointwise_stages_for(kc, shape, outs)) k->stages.push_back(std::move(st));
         for (const auto& [v, buffer] : outs) kc.buffer_of[v] = buffer;
       }
     };

@@ -13,6 +13,9 @@
 //       - pointwise stages store values at the innermost level; reduction stages fold `value`
 //         over their reduce loops (the innermost ones) with a combiner from its identity, then
 //         store `result` (an expression of the accumulator) at the innermost kept loop.
+// A pointwise stage whose innermost loop picks between sources or clamps its index (Concat or Pad
+// along the innermost axis) may be cut into one stage per interval of that loop, where those
+// tests fold away (loop_kernel_split.cc): each piece copies one branch with plain addresses.
 // Intermediate values are inlined into their consumers (recomputed at the index the consumer
 // needs); only reduction results are materialised (in their output buffer or a scratch buffer).
 //

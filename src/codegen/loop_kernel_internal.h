@@ -99,6 +99,12 @@ class StageBuilder {
   std::map<std::pair<ValueId, std::vector<int>>, int> memo_;
 };
 
+// Index-set splitting (loop_kernel_split.cc): the positions of a stage's innermost loop variable
+// (inside (0, extent), ascending) where one of its index tests, clamps, min/max or mod/div changes
+// form; and how many such nodes depend on the innermost loop (what splitting there removes).
+std::vector<int64_t> inner_split_points(const Stage& st);
+int64_t inner_irregularity(const Stage& st);
+
 // Element type names the builder accepts (storage); f16/bf16/strings are refused.
 bool loop_dtype_supported(DType t);
 

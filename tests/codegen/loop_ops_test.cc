@@ -90,18 +90,24 @@ TEST(LoopKernel, UnsupportedOpGivesAReason) {
   EXPECT_NE(r[0].reason.find("LpPool (node '"), std::string::npos) << r[0].reason;
 }
 
+// The loop kernel of all of g's nodes (null, with a test failure, when it cannot be built).
+std::shared_ptr<LoopKernel> whole_kernel(Graph g) {
+  LoopCase c = whole_graph_case("c", std::move(g));
+  std::vector<ValueId> args = kernel_arg_inputs(*c.g, c.c);
+  LoopKernelBuild kb = build_loop_kernel(*c.g, c.c.nodes, args, c.c.outputs);
+  EXPECT_TRUE(kb.kernel) << kb.reason;
+  return kb.kernel;
+}
+
 // The CPU printer's schedule for pools: a short window read contiguously keeps the output row
 // innermost (vector lanes over outputs) when the row steps through the input by 1 or 2; a
 // reduction over a short last axis (row step = its length) keeps the window innermost.
 TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
   auto code = [](Graph g) {
-    LoopCase c = whole_graph_case("c", std::move(g));
-    std::vector<ValueId> args = kernel_arg_inputs(*c.g, c.c);
-    LoopKernelBuild kb = build_loop_kernel(*c.g, c.c.nodes, args, c.c.outputs);
-    EXPECT_TRUE(kb.kernel) << kb.reason;
-    if (!kb.kernel) return std::string();
+    std::shared_ptr<LoopKernel> k = whole_kernel(std::move(g));
+    if (!k) return std::string();
     CodeWriter w;
-    cpu::emit_cpu_loop_kernel(*kb.kernel, "k", {0}, {1}, 2, w);
+    cpu::emit_cpu_loop_kernel(*k, "k", {0}, {1}, 2, w);
     return w.str();
   };
   for (int64_t stride : {1, 2}) {
@@ -142,6 +148,62 @@ TEST(LoopKernel, PaddedWindowRowsPeelTheirInterior) {
   ASSERT_NE(end, std::string::npos) << code;
   EXPECT_EQ(code.substr(interior, end - interior).find("korch_im"), std::string::npos) << code;
   EXPECT_NE(code.find("= 0; i2 < 1; ++i2)"), std::string::npos) << code;
+}
+
+// Concat and Pad along the innermost axis: the loop is split where the source changes, so each
+// piece copies one branch (no per-element select or clamp) and the interior of a reflect pad reads
+// plain addresses; the pieces together match the reference (EveryOpMatchesTheReference runs them).
+TEST(LoopKernel, InnermostConcatAndPadSplitTheLoopAtTheirSeams) {
+  const auto kernel = whole_kernel;
+  auto ops_in = [](const loop::Stage& st, loop::ExprOp op) {  // among the nodes the stores read
+    std::vector<char> seen(st.exprs.size(), 0);
+    std::vector<int> todo;
+    for (const loop::Store& s : st.stores) todo.push_back(s.value);
+    int n = 0;
+    while (!todo.empty()) {
+      const int e = todo.back();
+      todo.pop_back();
+      if (seen[static_cast<size_t>(e)]) continue;
+      seen[static_cast<size_t>(e)] = 1;
+      n += st.exprs[static_cast<size_t>(e)].op == op;
+      for (int a : st.exprs[static_cast<size_t>(e)].args) todo.push_back(a);
+    }
+    return n;
+  };
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {2, 16, 40}), y = b.f32("y", {2, 16, 24}), z = b.f32("z", {2, 16, 8});
+    auto k = kernel(b.finish({b.node("Concat", {b.node("Relu", {x}), y, z}, attrs({{"axis", int64_t{2}}}))}));
+    ASSERT_TRUE(k);
+    ASSERT_EQ(k->stages.size(), 3u) << describe_loop_kernel(*k);
+    const int64_t widths[] = {40, 24, 8};
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(k->stages[i].loops.back().extent, widths[i]);
+      EXPECT_EQ(ops_in(k->stages[i], loop::ExprOp::kInRange), 0) << describe_loop_kernel(*k);
+      EXPECT_EQ(ops_in(k->stages[i], loop::ExprOp::kLoad), 1) << describe_loop_kernel(*k);
+    }
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 4, 30, 30});
+    ValueId p = b.node("Pad", {x, b.ints({0, 0, 2, 3, 0, 0, 2, 3})}, attrs({{"mode", std::string("reflect")}}));
+    auto k = kernel(b.finish({p}));
+    ASSERT_TRUE(k);
+    // Left border, interior (the mirror's crossing point may go either side), right border.
+    ASSERT_GE(k->stages.size(), 3u) << describe_loop_kernel(*k);
+    const loop::Stage& interior = k->stages[1];
+    EXPECT_GE(interior.loops.back().extent, 29) << describe_loop_kernel(*k);
+    for (const loop::IndexNode& n : interior.index)
+      if (n.level == static_cast<int>(interior.loops.size()) - 1)
+        EXPECT_TRUE(n.op == loop::IndexOp::kVar || n.op == loop::IndexOp::kSum) << describe_loop_kernel(*k);
+  }
+  {  // Along an outer axis the emitters already hoist the choice: one stage.
+    GraphBuilder b;
+    ValueId x = b.f32("x", {2, 16, 40}), y = b.f32("y", {2, 8, 40});
+    auto k = kernel(b.finish({b.node("Concat", {x, y}, attrs({{"axis", int64_t{1}}}))}));
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->stages.size(), 1u) << describe_loop_kernel(*k);
+  }
 }
 
 }  // namespace

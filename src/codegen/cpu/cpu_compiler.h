@@ -7,7 +7,7 @@ namespace korch::cpu {
 
 // Bumped whenever generated code or the linear step changes what or how fast it computes: part of
 // every tuning-database key and compiled-kernel cache key.
-constexpr int kCpuGeneratorVersion = 6;
+constexpr int kCpuGeneratorVersion = 7;
 
 // g++ (or $KORCH_CXX) -std=c++17 -O3 -march=native -mno-avx512f -mtune=generic -fopenmp
 // -fno-math-errno -fno-trapping-math -fPIC -shared, linked with -lmvec -lm, cached under kernels/:

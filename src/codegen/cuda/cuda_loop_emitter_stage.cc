@@ -249,7 +249,8 @@ void CudaStage::decompose(CodeWriter& w, const std::string& flat, const std::vec
   for (size_t j = loops.size(); j-- > 0;) {
     const std::string q = stride == 1 ? flat : fmt::format("{} / {}", flat, ilit(stride));
     const std::string v = j == 0 ? q : fmt::format("{} % {}", stride == 1 ? q : "(" + q + ")", ilit(extents[j]));
-    w.line(fmt::format("const {} {} = {};", it(), names[j], v));
+    // A loop of extent 1 (a one-wide piece of a split loop) may go unread: its index is 0.
+    w.line(fmt::format("{}const {} {} = {};", extents[j] == 1 ? "[[maybe_unused]] " : "", it(), names[j], v));
     stride *= extents[j];
   }
 }
