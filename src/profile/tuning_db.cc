@@ -2,9 +2,11 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include "support/error.h"
 #include "support/host_compiler.h"
@@ -128,7 +130,18 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path) {
   std::unique_ptr<TuningDb> db(new TuningDb(raw, path));
   sqlite3_busy_timeout(raw, kBusyTimeoutMs);
   // The first statement that reads the file: a non-SQLite file fails here with SQLITE_NOTADB.
-  db->exec("PRAGMA journal_mode=WAL");
+  // Switching a new file to WAL while another process does the same can return SQLITE_BUSY at
+  // once, without the busy handler (TuningDbTest.TwoProcessesWriteConcurrently failed so about
+  // one run in ten): try again until the busy timeout.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    const int rc = sqlite3_exec(raw, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) break;
+    const bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (!busy || std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(kBusyTimeoutMs))
+      db->fail_sqlite("PRAGMA journal_mode=WAL");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   db->exec("PRAGMA synchronous=NORMAL");
   // IMMEDIATE: two processes creating the schema at once serialise instead of deadlocking.
   db->exec("BEGIN IMMEDIATE");
