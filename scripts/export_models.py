@@ -680,7 +680,9 @@ def export(name: str, batch: int = 1, out_dir: Path | str | None = None,
     model = spec.build().eval()
     make_weights_nontrivial(model, example_inputs(spec))  # batch 1: same weights for every batch
     x = example_inputs(spec, batch)
-    tmp = path.with_suffix(".onnx.tmp")
+    # A name of this process's own: the e2e tests may export the same model from two processes
+    # at once (the same seeded bytes); each renames its own checked file into place.
+    tmp = path.with_suffix(f".onnx.{os.getpid()}.tmp")
     # Grad stays enabled: nn.TransformerEncoderLayer / MultiheadAttention would
     # otherwise take their fused inference fast path, which is not exportable.
     with torch.enable_grad(), warnings.catch_warnings():
