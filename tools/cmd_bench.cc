@@ -232,7 +232,10 @@ Command add_bench(CLI::App& app) {
     auto row = [&](const std::string& name, const Timing& t, const std::string& extra) {
       fmt::print("  {:<16} {:>9.3f}  [{:.3f} - {:.3f}]  {}\n", name, t.median(), t.quantile(0.1), t.quantile(0.9), extra);
     };
-    row("korch", tk, "");
+    const runtime::ReorderStats reorders = exe->reorders_per_run();
+    const std::string layout_note = fmt::format("{} reorders per run ({:.2f} MB), {} layout handoffs", reorders.count,
+                                                reorders.bytes / 1e6, exe->layout_handoffs());
+    row("korch", tk, layout_note);
     const Peer* faster = nullptr;
     for (const Peer& peer : peers)
       if (peer.ok && (!faster || peer.t.median() < faster->t.median())) faster = &peer;
@@ -285,7 +288,9 @@ Command add_bench(CLI::App& app) {
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", model}, {"threads", o->cpu.threads}, {"rounds", o->rounds}, {"runs", o->runs},
                           {"peer_script", peers.empty() ? "" : peer_script()},
-                          {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)}}}};
+                          {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)},
+                                     {"reorders_per_run", reorders.count}, {"reorder_bytes_per_run", reorders.bytes},
+                                     {"layout_handoffs", exe->layout_handoffs()}}}};
       for (const Peer& peer : peers) {
         if (peer.ok)
           j[peer.name] = {{"median_ms", peer.t.median()}, {"p10_ms", peer.t.quantile(0.1)}, {"p90_ms", peer.t.quantile(0.9)},

@@ -34,12 +34,22 @@ class KernelModule {
   virtual bool rebuilt() const { return false; }  // loading had to rebuild it from its source
 };
 
+// Layout conversions a kernel makes on every run (a library call whose chosen layout differs from
+// the tensors it is handed: the reorders the orchestrator does not see). Constant operands
+// converted once are not counted.
+struct ReorderStats {
+  int64_t count = 0;
+  int64_t bytes = 0;  // of the converted tensors (each counted once, in its plain layout)
+};
+
 class DeviceKernel {
  public:
   virtual ~DeviceKernel() = default;
   // inputs/outputs: device pointers, as many as the recipe's inputs/outputs. May return before the
   // device has finished (Device::synchronize waits).
   virtual void run(const void* const* inputs, void* const* outputs) = 0;
+  // As the kernel stands now (after Device::specialize).
+  virtual ReorderStats reorders_per_run() const { return {}; }
 };
 
 // What a device may change in a loaded program before it runs (device-specific plan tweaks such as

@@ -110,6 +110,16 @@ std::unique_ptr<Executable> Executable::load_checked(const std::string& dir, con
   return x;
 }
 
+ReorderStats Executable::reorders_per_run() const {
+  ReorderStats total;
+  for (const Step& s : steps_) {
+    ReorderStats r = s.kernel->reorders_per_run();
+    total.count += r.count;
+    total.bytes += r.bytes;
+  }
+  return total;
+}
+
 void* Executable::device_buffer(int64_t bytes) {
   void* p = device_->alloc(bytes);
   device_buffers_.push_back(p);

@@ -67,6 +67,9 @@ class Executable {
   // Device-specific changes made at load time (the CPU: values passed between linear steps in the
   // library's own layout, cpu_device.h; KORCH_NO_LAYOUT_HANDOFF=1 turns it off).
   int layout_handoffs() const { return specialized_; }
+  // Layout conversions the kernels make on every run (after those handoffs): the reorders a
+  // library call does around itself (device.h ReorderStats), summed over the program.
+  ReorderStats reorders_per_run() const;
   const nlohmann::json& manifest() const { return manifest_; }
   bool rebuilt_library() const { return rebuilt_; }  // load() had to rebuild the kernel module
 

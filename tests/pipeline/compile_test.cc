@@ -65,6 +65,14 @@ Graph two_matmuls() {
 })");
 }
 
+// n values uniform in [-bound, bound], as a text-format constant ("[a, b, ...]").
+std::string uniform_values(std::mt19937_64& rng, int n, float bound) {
+  std::uniform_real_distribution<float> u(-bound, bound);
+  std::string s;
+  for (int i = 0; i < n; ++i) s += fmt::format("{}{:.4f}", i ? ", " : "", u(rng));
+  return "[" + s + "]";
+}
+
 CompileOptions analytic(const std::string& target) {
   CompileOptions o;
   o.target = target;
@@ -97,12 +105,7 @@ TEST_F(CompileModel, ReferenceKernelsAreNotReportedAsChecked) {
 // to others; the CUDA backend still runs it in the interpreter.
 TEST_F(CompileModel, RecurrentOpsRunAsCheckedLibraryCallsOnTheCpu) {
   std::mt19937_64 rng(3);
-  std::uniform_real_distribution<float> u(-0.4f, 0.4f);
-  auto values = [&](int n) {
-    std::string s;
-    for (int i = 0; i < n; ++i) s += fmt::format("{}{:.4f}", i ? ", " : "", u(rng));
-    return "[" + s + "]";
-  };
+  auto values = [&](int n) { return uniform_values(rng, n, 0.4f); };
   const Graph g = parse_graph(fmt::format(R"(graph t (opset 17) {{
   input x: f32[6,2,8]
   const w: f32[2,64,8] = {}
@@ -125,6 +128,42 @@ TEST_F(CompileModel, RecurrentOpsRunAsCheckedLibraryCallsOnTheCpu) {
   const CompileResult rc = compile_model(g, dir_.string(), analytic("cuda"));
   EXPECT_EQ(rc.verify.reference, 1);
   expect_runs_like_the_reference(g, true);
+}
+
+// Two 3x3 convolutions back to back: oneDNN runs both in a blocked layout, so the first one's
+// result passes to the second in that layout (a handoff) and the run makes two reorders (the
+// input into the blocked layout, the output out of it) instead of four; `korch bench` reports
+// both counts (Executable::reorders_per_run).
+TEST_F(CompileModel, ConvolutionsHandTheirLayoutOnAndReordersAreCounted) {
+  std::mt19937_64 rng(5);
+  auto values = [&](int n) { return uniform_values(rng, n, 0.2f); };
+  const Graph g = parse_graph(fmt::format(R"(graph t (opset 17) {{
+  input x: f32[1,16,14,14]
+  const w1: f32[16,16,3,3] = {}
+  const w2: f32[16,16,3,3] = {}
+  %a: f32[1,16,14,14] = Conv(x, w1) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
+  %y: f32[1,16,14,14] = Conv(a, w2) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
+  output y
+}})",
+                                          values(16 * 16 * 9), values(16 * 16 * 9)));
+  const CompileResult r = compile_model(g, dir_.string(), analytic("cpu"));
+  ASSERT_EQ(r.kernels.size(), 2u);
+  const int64_t tensor_bytes = 16 * 14 * 14 * 4;
+  {
+    auto exe = runtime::Executable::load(dir_.string());
+    EXPECT_EQ(exe->layout_handoffs(), 1);
+    EXPECT_EQ(exe->reorders_per_run().count, 2);
+    EXPECT_EQ(exe->reorders_per_run().bytes, 2 * tensor_bytes);
+  }
+  setenv("KORCH_NO_LAYOUT_HANDOFF", "1", 1);
+  auto plain = runtime::Executable::load(dir_.string());
+  unsetenv("KORCH_NO_LAYOUT_HANDOFF");
+  EXPECT_EQ(plain->layout_handoffs(), 0);
+  EXPECT_EQ(plain->reorders_per_run().count, 4);
+  EXPECT_EQ(plain->reorders_per_run().bytes, 4 * tensor_bytes);
+  std::vector<Tensor> inputs = random_inputs(g, 5);
+  EXPECT_EQ(rel_l2_diff(plain->run(inputs)[0], interpret(g, inputs)[0], 1e-4), "");
+  expect_runs_like_the_reference(g, false);
 }
 
 TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {

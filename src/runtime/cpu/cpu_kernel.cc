@@ -52,6 +52,8 @@ CpuKernel::CpuKernel(CpuKernelRecipe recipe, std::shared_ptr<SharedLibrary> lib)
 
 CpuKernel::~CpuKernel() = default;
 
+runtime::ReorderStats CpuKernel::reorders_per_run() const { return linear_ ? linear_->reorders_per_run() : runtime::ReorderStats{}; }
+
 void CpuKernel::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 void CpuKernel::run(const void* const* inputs, void* const* outputs) {

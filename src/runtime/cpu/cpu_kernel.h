@@ -53,6 +53,7 @@ class CpuKernel : public runtime::DeviceKernel {
   const CpuKernelRecipe& recipe() const { return recipe_; }
   // The linear step when the kernel is nothing else (no loop function, no reference op); else null.
   LinearStep* only_linear_step() const { return fn_ || reference_ ? nullptr : linear_.get(); }
+  runtime::ReorderStats reorders_per_run() const override;
 
  private:
   using LoopFn = void (*)(void* const*);

@@ -123,6 +123,22 @@ class DnnlLinearStep final : public LinearStep {
   void set_sum_in_layout(bool on) override { sum_in_layout_ = on && sum_slot_ >= 0 && binding(DNNL_ARG_DST)->inner; }
   void set_src_in_layout(bool on) override { if (Binding* b = binding(DNNL_ARG_SRC)) b->external = on && b->inner; }
   void set_dst_in_layout(bool on) override { if (Binding* b = binding(DNNL_ARG_DST)) b->external = on && b->inner; }
+  runtime::ReorderStats reorders_per_run() const override {
+    runtime::ReorderStats r;
+    for (const Binding& b : bindings_)
+      if (b.inner && !b.external && !b.once) {
+        ++r.count;
+        r.bytes += static_cast<int64_t>(b.user.get_desc().get_size());
+      }
+    // The residual goes into the dst buffer first: a reorder when that buffer has another layout
+    // (a plain copy otherwise, not counted).
+    const Binding* dst = binding(DNNL_ARG_DST);
+    if (sum_slot_ >= 0 && !sum_in_layout_ && dst && dst->inner) {
+      ++r.count;
+      r.bytes += static_cast<int64_t>(sum_user_.get_desc().get_size());
+    }
+    return r;
+  }
 
  private:
   void build(const json& d);

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/device.h"
+
 namespace korch::cpu {
 
 // The oneDNN primitive (created once; weights reordered on first run and kept, since weight
@@ -40,6 +42,9 @@ class LinearStep {
   virtual bool reads_only_as_sum(int slot) const { (void)slot; return false; }
   virtual void set_sum_in_layout(bool on) { (void)on; }
   virtual void set_dst_in_layout(bool on) { (void)on; }
+  // Reorders each run makes now (after the handoffs above): activations and non-constant operands
+  // whose layout differs from the primitive's, and a residual reordered into the dst layout.
+  virtual runtime::ReorderStats reorders_per_run() const { return {}; }
 };
 
 }  // namespace korch::cpu
