@@ -16,7 +16,7 @@ TEST(DeviceId, FromCpuinfo) {
       "model name\t: AMD EPYC 9654   96-Core Processor\n"
       "flags\t\t: fpu sse2 avx avx2 fma avx512f avx512bw\n";
   EXPECT_EQ(cpu_device_id_from_cpuinfo(cpuinfo, 16),
-            "cpu:AMD EPYC 9654 96-Core Processor:16t:avx2+fma+avx512f-disabled");
+            "cpu:AMD EPYC 9654 96-Core Processor:16t:avx2+fma+avx512f");
 }
 
 TEST(DeviceId, NoAvxAndSeparatorsInModel) {

@@ -75,7 +75,7 @@ std::string cpu_device_id_from_cpuinfo(const std::string& cpuinfo, int threads) 
   auto add = [&](const std::string& s) { isa += (isa.empty() ? "" : "+") + s; };
   if (flags.count("avx2")) add("avx2");
   if (flags.count("fma")) add("fma");
-  if (flags.count("avx512f")) add("avx512f-disabled");
+  if (flags.count("avx512f")) add("avx512f");
   if (isa.empty()) isa = "noavx2";
   return fmt::format("cpu:{}:{}t:{}", model, threads, isa);
 }

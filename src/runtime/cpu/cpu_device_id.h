@@ -1,9 +1,10 @@
 // The device part of a tuning key: which machine a measurement is valid for.
 //
 // cpu_device_id(threads) = "cpu:<model name>:<threads>t:<isa>", e.g.
-//   "cpu:AMD EPYC 9654 96-Core Processor:16t:avx2+fma+avx512f-disabled"
-// <isa> lists the instruction-set features that change generated code's speed: avx2, fma, and
-// avx512f, which the generated kernels are compiled without (-mno-avx512f), hence "-disabled".
+//   "cpu:AMD EPYC 9654 96-Core Processor:16t:avx2+fma+avx512f"
+// <isa> lists the instruction-set features that change generated code's speed: avx2, fma and
+// avx512f (which the generated kernels use where the compiler can be trusted with it,
+// codegen/cpu/cpu_compiler.h; oneDNN uses it anyway).
 // "noavx2" when none is present. The result is stable across runs on the same machine and
 // contains no '|' (the tuning key's separator).
 //
