@@ -1,7 +1,7 @@
 """Korch's CPU backend vs onnxruntime and OpenVINO vs Korch's unfused plan, per model, plus compile times.
 
   .venv/bin/python bench/cpu_latency.py [--models candy,yolox_nano,...] [--group paper|heldback|all]
-                                        [--runs 30] [--rounds 3] [--threads 2] [--cold]
+                                        [--runs 30] [--rounds 3] [--threads 2] [--cold] [--batch 1,16]
 
 For each model: `korch compile MODEL --device cpu -o ART` with measured costs, timed twice: first
 against the tuning database as it is (cold when --cold gives a fresh one), then again (warm: every
@@ -9,7 +9,8 @@ kernel comes from the database). Then `korch bench --artifact ART` times Korch, 
 (ORT_ENABLE_ALL), OpenVINO (latency hint, f32 precision; both with the same thread count,
 bench/peer_latency.py) and the unfused plan (one kernel per primitive) in alternating rounds in one
 process run; the speedup is over the faster peer of each model. Results:
-bench/results/cpu_latency.md (and .json). fp32, batch 1.
+bench/results/cpu_latency.md (and .json). fp32; batch 1 unless --batch lists others (a row per model
+and batch, each batch exported as its own model).
 """
 import argparse
 import json
@@ -48,6 +49,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cold", action="store_true", help="start from an empty tuning database and kernel cache")
+    ap.add_argument("--batch", default="1", help="comma-separated batch sizes (a row each)")
     ap.add_argument("--extra-args", default="", help="more korch compile arguments")
     ap.add_argument("--out", default=str(ROOT / "bench/results/cpu_latency.md"))
     a = ap.parse_args()
@@ -58,9 +60,10 @@ def main():
     if a.cold:
         env["KORCH_CACHE_DIR"] = str(work / "cache")
     rows = []
-    for name in models:
-        model = export_models.export(name)
-        art = work / name
+    batches = [int(b) for b in a.batch.split(",")]
+    for name, batch in [(m, b) for m in models for b in batches]:
+        model = export_models.export(name, batch=batch)
+        art = work / f"{name}_b{batch}"
         times = []
         log = ""
         for _ in range(2):
@@ -73,26 +76,26 @@ def main():
                 break
             log = r.stdout
         if len(times) < 2:
-            rows.append({"model": name, "error": "compile failed"})
+            rows.append({"model": name, "batch": batch, "error": "compile failed"})
             continue
         tuning = re.search(r"tuning: (\d+) distinct kernels, (\d+) from the database, (\d+) measured, (\d+) failed", log)
         kernels = re.search(r": (\d+) kernels for (\d+) primitives", log)
-        js = work / f"{name}.json"
+        js = work / f"{name}_b{batch}.json"
         b = subprocess.run([str(korch), "bench", "--artifact", str(art), "--threads", str(a.threads), "--runs",
                             str(a.runs), "--rounds", str(a.rounds), "--json", str(js)], capture_output=True, text=True,
                            env=env)
         print(b.stdout)
         if b.returncode != 0:
             print(b.stderr, file=sys.stderr)
-            rows.append({"model": name, "error": "bench failed"})
+            rows.append({"model": name, "batch": batch, "error": "bench failed"})
             continue
         res = json.loads(js.read_text())
         res["model"] = name
-        rows.append({"model": name, "compile_first_s": times[0], "compile_warm_s": times[1],
+        rows.append({"model": name, "batch": batch, "compile_first_s": times[0], "compile_warm_s": times[1],
                      "kernels": int(kernels.group(1)) if kernels else None,
                      "primitives": int(kernels.group(2)) if kernels else None,
                      "distinct_kernels": int(tuning.group(1)) if tuning else None, **res})
-        print(f"{name}: compile {times[0]:.1f} s / warm {times[1]:.1f} s", flush=True)
+        print(f"{name} batch {batch}: compile {times[0]:.1f} s / warm {times[1]:.1f} s", flush=True)
 
     def fmt(t):
         return f"{t['median_ms']:.2f} [{t['p10_ms']:.2f}-{t['p90_ms']:.2f}]" if t and "median_ms" in t else "-"
@@ -101,38 +104,39 @@ def main():
         "# Korch CPU backend vs onnxruntime and OpenVINO vs Korch unfused",
         "",
         f"Command: `.venv/bin/python bench/cpu_latency.py {' '.join(sys.argv[1:])}`  ",
-        f"Machine: {cpu_name()}, {os.cpu_count()} cores; {a.threads} threads for every system; fp32, batch 1.  ",
+        f"Machine: {cpu_name()}, {os.cpu_count()} cores; {a.threads} threads for every system; fp32, batch {a.batch}.  ",
         f"Timing: `korch bench`, {a.rounds} alternating rounds x {a.runs} runs after warm-up; ms, median [p10-p90].  ",
         "onnxruntime: ORT_ENABLE_ALL, intra-op threads = threads, sequential.  ",
         "OpenVINO: CPU, PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS = threads, INFERENCE_PRECISION_HINT=f32, one stream.  ",
         f"Peer versions: {', '.join(versions) or '-'}.  ",
         "unfused: Korch's own plan with one kernel per primitive (no orchestration).  ",
+        "reorders: layout conversions Korch's library calls make per run (`korch bench`).  ",
         "Compile: first = `korch compile` against the tuning database as found"
         + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.",
         "",
-        "| model | prims | kernels | korch ms | onnxruntime ms | openvino ms | unfused ms | faster peer | vs faster peer "
-        "| fusion gain | compile first s | compile warm s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | batch | prims | kernels | reorders | korch ms | onnxruntime ms | openvino ms | unfused ms | faster peer "
+        "| vs faster peer | fusion gain | compile first s | compile warm s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    speedups = []
+    speedups = {}
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | | | {r['error']} | | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['batch']} | | | | {r['error']} | | | | | | | | |")
             continue
         k, u = r["korch"], r.get("korch_unfused")
         fp = r.get("faster_peer")
         sp = r[fp]["median_ms"] / k["median_ms"] if fp else None
         if sp:
-            speedups.append(sp)
+            speedups.setdefault(r["batch"], []).append(sp)
         vs = f"{sp:.2f}x" if sp else "-"
         gain = f"{u['median_ms'] / k['median_ms']:.2f}x" if u else "-"
-        lines.append(f"| {r['model']} | {r['primitives']} | {r['kernels']} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
+        lines.append(f"| {r['model']} | {r['batch']} | {r['primitives']} | {r['kernels']} | {k.get('reorders_per_run', '-')} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
                      f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {gain} | "
                      f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |")
-    if speedups:
-        g = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-        lines += ["", f"Geometric mean speedup over the faster peer: **{g:.2f}x** over {len(speedups)} models "
-                  f"(Korch faster on {sum(s > 1 for s in speedups)})."]
+    for batch, sps in speedups.items():
+        g = math.exp(sum(math.log(s) for s in sps) / len(sps))
+        lines += ["", f"Batch {batch}: geometric mean speedup over the faster peer **{g:.2f}x** over {len(sps)} models "
+                  f"(Korch faster on {sum(s > 1 for s in sps)})."]
     Path(a.out).write_text("\n".join(lines) + "\n")
     Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\n".join(lines))
