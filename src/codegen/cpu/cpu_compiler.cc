@@ -11,6 +11,9 @@ namespace korch::cpu {
 
 namespace {
 
+const std::vector<std::string> kAvx2Flags = {"-march=native", "-mno-avx512f", "-mtune=generic"};
+const std::vector<std::string> kAvx512Flags = {"-march=native", "-mtune=generic", "-fno-tree-slp-vectorize"};
+
 // Code GCC 12.2 has compiled wrongly for AVX-512 (cpu_compiler.h); each function returns 1 when
 // the library computes it right.
 std::string miscompile_probe_source() {
@@ -60,13 +63,6 @@ HostCompilerConfig cpu_compiler_with(const std::vector<std::string>& isa_flags) 
   c.key_extra = std::to_string(kCpuGeneratorVersion) + "|" + cpu_device_id(1);
   return c;
 }
-
-namespace {
-
-const std::vector<std::string> kAvx2Flags = {"-march=native", "-mno-avx512f", "-mtune=generic"};
-const std::vector<std::string> kAvx512Flags = {"-march=native", "-mtune=generic", "-fno-tree-slp-vectorize"};
-
-}  // namespace
 
 bool miscompile_probe_passes(const HostCompilerConfig& config) {
   auto libs = compile_libraries({miscompile_probe_source()}, config);
