@@ -147,7 +147,7 @@ Model load_model(const std::string& source, const py::object& bytes, const std::
 }
 
 struct CompileArgs {
-  std::string device = "cpu", cost, tuning_db;
+  std::string device = "cpu", cost, tuning_db, layout = "auto";
   int threads = 2;
   double time_limit = 20, gap = -1;
   int max_kernel_size = 8;
@@ -173,6 +173,7 @@ py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, c
   o.verify = a.verify;
   o.close_loop = a.close_loop;
   o.unfused = a.unfused;
+  o.layout = a.layout;
   if (!log.is_none()) {
     // Called from the compiling thread, which holds no GIL while compiling.
     auto fn = std::make_shared<py::object>(log);
@@ -235,6 +236,7 @@ PYBIND11_MODULE(_core, mod) {
       .def_readwrite("verify", &CompileArgs::verify)
       .def_readwrite("close_loop", &CompileArgs::close_loop)
       .def_readwrite("unfused", &CompileArgs::unfused)
+      .def_readwrite("layout", &CompileArgs::layout)
       .def_readwrite("progress", &CompileArgs::progress);
   mod.def("compile", &compile, py::arg("model"), py::arg("dir"), py::arg("args"), py::arg("log"));
 

@@ -60,6 +60,10 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
   app.add_flag("--isolated-costs", isolated_costs,
                "Measured costs: keep each kernel's isolated measurement (no closed loop: the plan is not run in the "
                "model to replace the costs that depart)");
+  app.add_option("--layout", layout,
+                 "Activation layout: channels-last runs convolutions and the work between them on [N, H, W, C] "
+                 "tensors (no reorder around oneDNN's NHWC kernels); auto picks it where oneDNN prefers it")
+      ->check(CLI::IsMember({"auto", "nchw", "channels-last"}));
   app.add_flag("--redo", redo, "Measured costs: measure again what the tuning database already has for this model");
   app.add_flag("--no-verify", no_verify,
                "With analytic costs: do not run the plan's kernels against the reference interpreter");
@@ -86,6 +90,7 @@ CompileOptions CompileFlags::options(const std::string& model, const std::functi
   o.measured.log = say;
   o.verify = !no_verify;
   o.close_loop = !isolated_costs;
+  o.layout = layout;
   o.measured.redo = redo;
   o.log = say;
   return o;

@@ -31,6 +31,7 @@ struct CompileFlags {
   std::string tuning_db, spec_file;
   int threads = 2;
   bool no_prune = false, measure_device = false, no_verify = false, isolated_costs = false, redo = false;
+  std::string layout = "auto";  // --layout
   OrchestrateFlags orchestrate;
   // with_orchestrate: also register the search flags (compile does; run and bench take defaults).
   void add_to(CLI::App& app, bool with_orchestrate = true);

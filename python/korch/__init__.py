@@ -155,7 +155,7 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
             binds: Optional[Mapping[str, np.ndarray]] = None, output: Optional[Union[str, os.PathLike]] = None,
             threads: int = 2, tuning_db: Optional[str] = None, time_limit: float = 20.0, gap: Optional[float] = None,
             max_kernel_size: int = 8, recompute: bool = True, verify: bool = True, closed_loop: bool = True,
-            unfused: bool = False, progress: bool = False,
+            unfused: bool = False, layout: str = "auto", progress: bool = False,
             log: Optional[Callable[[str], None]] = None) -> Executable:
     """Compiles `model` for `device` ("cpu" or "cuda") and loads the result.
 
@@ -163,6 +163,7 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
     cost: "measured" (time every candidate kernel here; the default on the CPU) or "analytic".
     binds: inputs fixed to values (they fold into the graph), as `--bind`.
     output: the artifact folder to write; by default a temporary one removed with the Executable.
+    layout: "auto", "nchw" or "channels-last", as `--layout`.
     The rest are `korch compile`'s flags of the same names (--gap, --time-limit, --isolated-costs as
     closed_loop=False, --no-recompute as recompute=False); log receives the phase lines.
     A CUDA artifact is loaded on the host emulator (this korch cannot run one on a GPU yet).
@@ -174,6 +175,7 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
     args.time_limit, args.gap = float(time_limit), -1.0 if gap is None else float(gap)
     args.max_kernel_size, args.recompute, args.verify = int(max_kernel_size), bool(recompute), bool(verify)
     args.close_loop, args.unfused, args.progress = bool(closed_loop), bool(unfused), bool(progress)
+    args.layout = str(layout)
     temporary = output is None
     out = tempfile.mkdtemp(prefix="korch-py-") if temporary else os.fspath(output)
     try:

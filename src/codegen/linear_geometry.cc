@@ -49,13 +49,19 @@ std::string read_conv_attrs(const Node& n, size_t ns, ConvAttrs& a) {
   return "";
 }
 
+// A channels-last Conv (ir/ops/conv.cc) has X [N, spatial.., C] and Y [N, spatial.., M] in the
+// graph: oneDNN gets the NCHW dims with the memory's NHWC strides (src_strides, dst_strides).
 LinearGeometry conv(const Graph& g, const Node& n) {
   LinearGeometry r;
-  const Shape& x = g.type(n.inputs[0]).shape;
+  const bool cl = n.attrs.get_int("channels_last", 0) != 0;
+  const Shape& xg = g.type(n.inputs[0]).shape;
   const Shape& w = g.type(n.inputs[1]).shape;
-  const Shape& y = g.type(n.outputs[0]).shape;
-  const size_t rank = x.size();
+  const Shape& yg = g.type(n.outputs[0]).shape;
+  const size_t rank = xg.size();
   if (rank < 3 || rank > 5) return {fmt::format("Conv with input rank {} (oneDNN: 1-D to 3-D)", rank)};
+  if (yg.size() != rank) return {"Conv with inconsistent shapes"};
+  const auto first = channels_first_perm(static_cast<int64_t>(rank));
+  const Shape x = cl ? permute_shape(xg, first) : xg, y = cl ? permute_shape(yg, first) : yg;
   const size_t ns = rank - 2;
   ConvAttrs a;
   if (auto why = read_conv_attrs(n, ns, a); !why.empty()) return {why};
@@ -82,9 +88,19 @@ LinearGeometry conv(const Graph& g, const Node& n) {
   }
   r.fields = {{"op", "Conv"}, {"src_dims", x}, {"weights_dims", wd}, {"dst_dims", y},
               {"conv", {{"strides", a.strides}, {"dilations", dd}, {"pads_begin", pb}, {"pads_end", pe}, {"group", a.group}}}};
+  if (cl) {  // the NHWC memory read as NCHW dims: stride of dim first[i] of the row-major NHWC tensor
+    auto strides = [&](const Shape& s) {
+      const std::vector<int64_t> st = row_major_strides(s);
+      return permute_shape(st, first);
+    };
+    r.fields["src_strides"] = strides(xg);
+    r.fields["dst_strides"] = strides(yg);
+    r.channels_last = true;
+  }
   r.src_dims = x;
   r.weights_dims = wd;
-  r.onnx_out = r.dnnl_dst = y;
+  r.onnx_out = yg;
+  r.dnnl_dst = y;
   r.channel_first = true;
   return r;
 }

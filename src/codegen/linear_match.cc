@@ -15,7 +15,8 @@
 //
 // Description (all dims are oneDNN dims; user memory is row-major unless strides are given):
 //   op            "Conv" | "ConvTranspose" | "MatMul" (Einsum runs as a strided MatMul)
-//   src_dims, weights_dims, dst_dims, [src_strides], [weights_strides]
+//   src_dims, weights_dims, dst_dims, [src_strides], [weights_strides], [dst_strides] (the last
+//                 for a channels-last Conv: dst and full-shape operands are NHWC memory)
 //   conv          {strides, dilations (oneDNN: d-1), pads_begin, pads_end, group}   (Conv-like)
 //   operands      [{role: src|weights|binary, dims, constant}]  (desc order = LinearMatch::operands)
 //   post_ops      [{type: eltwise, alg, alpha, beta} | {type: binary, alg, operand}]
@@ -109,6 +110,10 @@ std::optional<Shape> Matcher::dnnl_dims(const Shape& operand) const {
     if (s[i] != 1 && s[i] != geo_.onnx_out[i]) return std::nullopt;
   if (s == geo_.onnx_out) return geo_.dnnl_dst;
   if (std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 1; })) return Shape(geo_.dnnl_dst.size(), 1);
+  // Channels-last: the operand's dims in oneDNN's NCHW order. Its row-major memory is that of the
+  // plain NCHW tensor only when the channel dim is 1 or the only non-unit dim (per-channel), the
+  // broadcasts fast_broadcast lets through besides the full shape (which gets dst_strides).
+  if (geo_.channels_last) return permute_shape(s, channels_first_perm(static_cast<int64_t>(s.size())));
   if (geo_.unit_dims_dropped) return std::nullopt;  // unit dims dropped from the ONNX shape: keep it simple
   if (!geo_.rows_collapsed) return s;
   // Rows [b.., M] collapsed into one dim: all of them broadcast, or none.

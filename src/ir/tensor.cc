@@ -29,6 +29,28 @@ std::vector<int64_t> shape_strides(const Shape& s) {
   return st;
 }
 
+std::vector<int64_t> channels_last_perm(int64_t rank) {
+  KORCH_CHECK(rank >= 3, "channels-last needs rank >= 3, got {}", rank);
+  std::vector<int64_t> p{0};
+  for (int64_t i = 2; i < rank; ++i) p.push_back(i);
+  p.push_back(1);
+  return p;
+}
+
+std::vector<int64_t> channels_first_perm(int64_t rank) {
+  KORCH_CHECK(rank >= 3, "channels-last needs rank >= 3, got {}", rank);
+  std::vector<int64_t> p{0, rank - 1};
+  for (int64_t i = 1; i < rank - 1; ++i) p.push_back(i);
+  return p;
+}
+
+Shape permute_shape(const Shape& s, const std::vector<int64_t>& perm) {
+  KORCH_CHECK(perm.size() == s.size(), "perm of {} values for shape {}", perm.size(), shape_str(s));
+  Shape out;
+  for (int64_t p : perm) out.push_back(s.at(static_cast<size_t>(p)));
+  return out;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   size_t r = std::max(a.size(), b.size());
   Shape out(r);
@@ -81,6 +103,27 @@ Tensor Tensor::reshaped(Shape shape) const {
   Tensor t = *this;
   t.shape_ = std::move(shape);
   return t;
+}
+
+Tensor Tensor::transposed(const std::vector<int64_t>& perm) const {
+  Tensor out(dtype_, permute_shape(shape_, perm));
+  const std::vector<int64_t> in_st = shape_strides(shape_);
+  std::vector<int64_t> src;  // input stride of each output dim
+  for (int64_t p : perm) src.push_back(in_st[static_cast<size_t>(p)]);
+  const size_t es = dtype_size(dtype_), rank = perm.size();
+  std::vector<int64_t> idx(rank, 0);
+  const std::byte* in = raw();
+  std::byte* o = out.raw();
+  for (int64_t i = 0, n = numel(); i < n; ++i) {
+    int64_t off = 0;
+    for (size_t d = 0; d < rank; ++d) off += idx[d] * src[d];
+    std::memcpy(o + static_cast<size_t>(i) * es, in + static_cast<size_t>(off) * es, es);
+    for (size_t d = rank; d-- > 0;) {
+      if (++idx[d] < out.shape_[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
 }
 
 Tensor Tensor::clone() const {

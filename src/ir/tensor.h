@@ -24,6 +24,12 @@ int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);  // "[1,3,224,224]"
 // Row-major strides in elements.
 std::vector<int64_t> shape_strides(const Shape& s);
+// Channels-last permutations of a rank-r tensor (r >= 3): channels_last_perm = [0, 2, .., r-1, 1]
+// (NCHW -> NHWC as a Transpose perm), channels_first_perm = its inverse [0, r-1, 1, .., r-2].
+std::vector<int64_t> channels_last_perm(int64_t rank);
+std::vector<int64_t> channels_first_perm(int64_t rank);
+// out[i] = s[perm[i]] (the output shape of Transpose(perm)).
+Shape permute_shape(const Shape& s, const std::vector<int64_t>& perm);
 // Numpy multidirectional broadcasting; throws korch::Error (kInvalid) when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 // Normalises a possibly negative axis against `rank`; throws when out of range.
@@ -71,6 +77,8 @@ class Tensor {
 
   // Same buffer, new shape (numel must match).
   Tensor reshaped(Shape shape) const;
+  // A new buffer holding Transpose(perm) of this tensor.
+  Tensor transposed(const std::vector<int64_t>& perm) const;
   Tensor clone() const;
 
   // Element i converted to double / int64 (any numeric dtype). For shape arithmetic and tests.

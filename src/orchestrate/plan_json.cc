@@ -21,6 +21,7 @@ nlohmann::json plan_json(const Graph& g, const OrchestrateResult& r, const Orche
   j["model"] = meta.model;
   j["device"] = meta.device;
   j["cost_model"] = meta.cost_model;
+  if (!meta.layout.empty()) j["layout"] = meta.layout;
   j["device_spec"] = meta.device_spec_json.empty() ? json() : json::parse(meta.device_spec_json);
   j["options"] = {{"max_primitives", options.candidates.max_primitives},
                   {"max_linear", options.candidates.max_linear},

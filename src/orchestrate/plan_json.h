@@ -31,6 +31,7 @@ namespace korch {
 
 struct PlanMetadata {
   std::string model, device, cost_model, device_spec_json;
+  std::string layout;  // activation layout of the primitive graph: "nchw" | "channels-last" ("" = not recorded)
   std::map<std::string, double> timing;  // phase -> seconds (load, lower, ... total)
   std::map<std::string, double> cost_extra;  // more "cost" fields (measured end to end, ...)
   // More fields per kernel, by step (used only when there is one map per kernel of the plan).

@@ -396,12 +396,20 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
 
   // 1-2. Primitives, each of which the backend can run alone.
   auto t = Clock::now();
-  r.primitives = lower_to_primitives(model);
+  if (o.layout != "auto" && o.layout != "nchw" && o.layout != "channels-last")
+    fail("unknown layout '{}' (auto, nchw or channels-last)", o.layout);
+  const bool channels_last = o.layout == "channels-last" || (o.layout == "auto" && backend->prefers_channels_last());
+  PrimitiveReport lowered;
+  r.primitives = lower_to_primitives(model, &lowered, channels_last);
+  r.meta.layout = lowered.channels_last.convolutions > 0 ? "channels-last" : "nchw";
   const Graph& p = r.primitives;
   check_every_primitive_emits(p, *backend);
   r.meta.timing["lower"] = since(t);
-  say(fmt::format("{}: {} operators -> {} primitives ({:.2f} s)", o.model_name, model.nodes.size(), p.nodes.size(),
-                  r.meta.timing["lower"]));
+  say(fmt::format("{}: {} operators -> {} primitives ({:.2f} s){}", o.model_name, model.nodes.size(), p.nodes.size(),
+                  r.meta.timing["lower"],
+                  lowered.channels_last.convolutions > 0
+                      ? fmt::format(", {} convolutions channels-last", lowered.channels_last.convolutions)
+                      : ""));
 
   // 3. Costs.
   OrchestrateOptions opt = o.orchestrate;

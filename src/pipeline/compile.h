@@ -1,7 +1,8 @@
 // The whole compiler, one function for every target: model graph -> artifact folder.
 //
 //   compile_model(model, dir, options):
-//     1. lower_to_primitives      fission + never-losing rewrites (pipeline.h)
+//     1. lower_to_primitives      fission + never-losing rewrites (pipeline.h), channels-last
+//                                 activations where the backend's convolutions prefer them
 //     2. every primitive must have a kernel of its own on the target, or no plan exists
 //     3. costs                    measured on the target's timing device (profile/measured_cost.h),
 //                                 or the analytic roofline restricted to what the backend can emit
@@ -51,6 +52,9 @@ struct CompileOptions {
   std::optional<DeviceSpec> spec;   // analytic costs: default the backend's analytic_spec()
   MeasuredCostOptions measured;     // measured costs
   bool unfused = false;
+  // Activation layout: "auto" (channels-last where the backend prefers it), "nchw" (as the model
+  // has it) or "channels-last" (rewrite/channels_last.h).
+  std::string layout = "auto";
   bool verify = true;               // step 7
   bool close_loop = true;           // step 8 (false: isolated costs alone)
   int loop_rounds = 3;

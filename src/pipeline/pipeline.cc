@@ -14,7 +14,7 @@ void dump(const char* stage, const Graph& g) {
 }
 }  // namespace
 
-Graph lower_to_primitives(const Graph& g, PrimitiveReport* report) {
+Graph lower_to_primitives(const Graph& g, PrimitiveReport* report, bool channels_last) {
   PrimitiveReport rep;
   Graph p = fission(g, &rep.fission);
   dump("fission", p);
@@ -23,6 +23,10 @@ Graph lower_to_primitives(const Graph& g, PrimitiveReport* report) {
     so.after_pass = [](const std::string& pass, const Graph& g) { dump(("rewrite_" + pass).c_str(), g); };
   simplify(p, so, &rep.simplify);
   dump("rewrite", p);
+  if (channels_last && to_channels_last(p, &rep.channels_last)) {
+    simplify(p, so);
+    dump("channels_last", p);
+  }
   if (report) *report = rep;
   return p;
 }

@@ -125,7 +125,7 @@ class Folder {
     const Node& lin = g_.nodes[static_cast<size_t>(pid)];
     if (!lin.domain.empty() || lin.outputs.size() != 1) return -1;
     const int64_t rank = g_.type(y).rank();
-    if (lin.op_type == "Conv" && rank >= 3) return 1;
+    if (lin.op_type == "Conv" && rank >= 3) return lin.attrs.get_int("channels_last", 0) != 0 ? rank - 1 : 1;
     if (lin.op_type == "MatMul" && rank >= 1) return rank - 1;
     return -1;
   }

@@ -146,7 +146,9 @@ TEST_F(CompileModel, ConvolutionsHandTheirLayoutOnAndReordersAreCounted) {
   output y
 }})",
                                           values(16 * 16 * 9), values(16 * 16 * 9)));
-  const CompileResult r = compile_model(g, dir_.string(), analytic("cpu"));
+  CompileOptions o = analytic("cpu");
+  o.layout = "nchw";  // as the model has it (the channels-last pass would remove these reorders)
+  const CompileResult r = compile_model(g, dir_.string(), o);
   ASSERT_EQ(r.kernels.size(), 2u);
   const int64_t tensor_bytes = 16 * 14 * 14 * 4;
   {
@@ -164,6 +166,49 @@ TEST_F(CompileModel, ConvolutionsHandTheirLayoutOnAndReordersAreCounted) {
   std::vector<Tensor> inputs = random_inputs(g, 5);
   EXPECT_EQ(rel_l2_diff(plain->run(inputs)[0], interpret(g, inputs)[0], 1e-4), "");
   expect_runs_like_the_reference(g, false);
+}
+
+// The same two convolutions with channels-last activations (rewrite/channels_last.h): the graph
+// keeps one layout change at the input and one at the output (Transpose primitives, priced like any
+// other), and where oneDNN's own choice is channels-last (brgconv on AVX-512) the convolutions run
+// on the user's NHWC memory: no reorder and no handoff in the run.
+TEST_F(CompileModel, ChannelsLastConvolutionsRunWithoutReorders) {
+  std::mt19937_64 rng(5);
+  auto values = [&](int n) { return uniform_values(rng, n, 0.2f); };
+  const Graph g = parse_graph(fmt::format(R"(graph t (opset 17) {{
+  input x: f32[1,16,14,14]
+  const w1: f32[16,16,3,3] = {}
+  const w2: f32[16,16,3,3] = {}
+  const s: f32[1,16,1,1] = {}
+  %a: f32[1,16,14,14] = Conv(x, w1) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
+  %b: f32[1,16,14,14] = Mul(a, s)
+  %c: f32[1,16,14,14] = Sigmoid(b)
+  %y: f32[1,16,14,14] = Conv(c, w2) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
+  output y
+}})",
+                                          values(16 * 16 * 9), values(16 * 16 * 9), values(16)));
+  CompileOptions o = analytic("cpu");
+  o.layout = "channels-last";
+  const CompileResult r = compile_model(g, dir_.string(), o);
+  EXPECT_EQ(r.meta.layout, "channels-last");
+  int transposes = 0, convs = 0;
+  for (const Node& n : r.primitives.nodes) {
+    transposes += n.op_type == "Transpose";
+    convs += n.op_type == "Conv" && n.attrs.get_int("channels_last", 0) == 1;
+  }
+  EXPECT_EQ(transposes, 2);
+  EXPECT_EQ(convs, 2);
+  expect_runs_like_the_reference(g, false);
+  if (cpu::CpuBackend(2).prefers_channels_last()) {
+    auto exe = runtime::Executable::load(dir_.string());
+    EXPECT_EQ(exe->reorders_per_run().count, 0);
+    EXPECT_EQ(exe->layout_handoffs(), 0);
+  }
+  // The CUDA emulator runs the same channels-last convolutions (oneDNN stands in for cuDNN there).
+  fs::remove_all(dir_);
+  o.target = "cuda";
+  compile_model(g, dir_.string(), o);
+  expect_runs_like_the_reference(g, true);
 }
 
 TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {

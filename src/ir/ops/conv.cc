@@ -131,11 +131,22 @@ Shape conv_out_shape(const ConvGeom& g) {
   return s;
 }
 
+// Korch's channels-last Conv (attribute channels_last = 1, written only by the channels_last
+// layout pass, rewrite/channels_last.h): X is [N, spatial.., C] and Y is [N, spatial.., M]; the
+// weights stay [M, C/group, k..]. Same result as Transpose(Conv(Transpose(X))).
+bool conv_channels_last(const Attributes& attrs) { return attrs.get_int("channels_last", 0) != 0; }
+
 std::vector<TensorType> infer_conv(const OpInferContext& ctx) {
   check_conv_types(ctx, "Conv");
-  ConvGeom g = conv_geometry(ctx.attrs(), ctx.input(0).shape, ctx.input(1).shape);
+  const bool cl = conv_channels_last(ctx.attrs());
+  const Shape& xs = ctx.input(0).shape;
+  if (cl && xs.size() < 3) fail("channels-last Conv needs an input of rank >= 3, got {}", shape_str(xs));
+  ConvGeom g = conv_geometry(ctx.attrs(), cl ? permute_shape(xs, channels_first_perm(static_cast<int64_t>(xs.size()))) : xs,
+                             ctx.input(1).shape);
   check_bias(ctx, g.M, "Conv");
-  return ops::one(ctx.input(0).dtype, conv_out_shape(g));
+  Shape out = conv_out_shape(g);
+  if (cl) out = permute_shape(out, channels_last_perm(static_cast<int64_t>(out.size())));
+  return ops::one(ctx.input(0).dtype, out);
 }
 
 // Fills col rows (c, kd, kh, kw) x columns (output rows r0..r0+nr of extent out[2]) from one group's
@@ -269,15 +280,18 @@ void run_conv(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
 }
 
 std::vector<Tensor> eval_conv(const OpEvalContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  if (ops::is_half(x.dtype())) return linear_detail::eval_via_f32(ctx, eval_conv);
+  if (ops::is_half(ctx.input(0).dtype())) return linear_detail::eval_via_f32(ctx, eval_conv);
+  const bool cl = conv_channels_last(ctx.attrs());
+  const int64_t rank = ctx.input(0).rank();
+  const Tensor x = cl ? ctx.input(0).transposed(channels_first_perm(rank)) : ctx.input(0);
   const Tensor& w = ctx.input(1);
   ConvGeom g = conv_geometry(ctx.attrs(), x.shape(), w.shape());
-  Tensor out(ctx.output_type(0));
+  Tensor out(ctx.output_type(0).dtype, conv_out_shape(g));
   dispatch_dtype<KORCH_FLOAT_TYPES>(x.dtype(), "Conv", [&](auto tag) {
     using T = decltype(tag);
     run_conv<T>(g, x.data<T>(), w.data<T>(), ctx.has_input(2) ? ctx.input(2).data<T>() : nullptr, out.data<T>());
   });
+  if (cl) return {out.transposed(channels_last_perm(rank))};
   return {out};
 }
 

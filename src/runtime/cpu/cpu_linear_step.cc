@@ -238,10 +238,15 @@ void DnnlLinearStep::build(const json& d) {
     return d.contains(key) ? memory::desc(dims, dt::f32, dims_of(d.at(key))) : plain_desc(dims);
   };
   const memory::desc src_user = user_desc("src", src), wei_user = user_desc("weights", wei);
+  const memory::desc dst_user = user_desc("dst", dst);
+  // A channels-last Conv (dst_strides given: NHWC memory) runs on its user layout when oneDNN has a
+  // fast kernel for it (brgconv and the depthwise jit kernels read NHWC; no reorder either side),
+  // else as "blocked" with reorders (see the retry below).
+  const bool channels_last = conv && d.contains("dst_strides");
   const bool weights_const = operands.at(1).at("constant").get<bool>();
   const std::string format = d.value("format", "auto");
   if (format != "auto" && format != "blocked" && format != "plain") fail("linear step: unknown format '{}'", format);
-  const bool blocked = conv && (format == "blocked" || (format == "auto" && !plain_is_faster(d)));
+  bool blocked = conv && (format == "blocked" || (format == "auto" && !channels_last && !plain_is_faster(d)));
 
   // Post-ops; a first binary Add of a per-channel operand becomes the primitive's own bias.
   const json& ops = d.at("post_ops");
@@ -263,7 +268,7 @@ void DnnlLinearStep::build(const json& d) {
   // per run; plain until known).
   auto operand_dims = [&](int k) { return dims_of(operands.at(static_cast<size_t>(k)).at("dims")); };
   int sum_op = -1;
-  for (size_t i = first; blocked && i < ops.size() && sum_op < 0; ++i)
+  for (size_t i = first; (blocked || channels_last) && i < ops.size() && sum_op < 0; ++i)
     if (ops[i].at("type") == "binary" && (ops[i].at("alg") == "add" || ops[i].at("alg") == "sub") &&
         operand_dims(ops[i].at("operand").get<int>()) == dst)
       sum_op = static_cast<int>(i);
@@ -294,7 +299,7 @@ void DnnlLinearStep::build(const json& d) {
   // kernel (many times slower than a reorder to row-major per run): see the retry below.
   memory::desc src_md = blocked ? any_desc(src) : src_user;
   memory::desc wei_md = weights_const ? any_desc(wei) : wei_user;
-  const memory::desc dst_md = blocked ? any_desc(dst) : plain_desc(dst);
+  memory::desc dst_md = blocked ? any_desc(dst) : dst_user;
   memory::desc bias_md;
   if (bias_operand >= 0) {
     memory::dims bd = conv ? memory::dims{dst[1]} : memory::dims(dst.size(), 1);
@@ -324,15 +329,29 @@ void DnnlLinearStep::build(const json& d) {
                                 : dnnl::matmul::desc(src_md, wei_md, dst_md);
     return dnnl::matmul::primitive_desc(md, attr, cpu_engine());
   };
-  memory::desc full_md = plain_desc(dst);
+  memory::desc full_md = dst_user;
   try {
     bool has_full = false;
     for (size_t i = first; i < ops.size(); ++i)
       has_full |= static_cast<int>(i) != sum_op && ops[i].at("type") == "binary" &&
                   operand_dims(ops[i].at("operand").get<int>()) == dst;
+    if (channels_last && format == "auto") {
+      // On the user's NHWC memory unless oneDNN has only its reference or im2col-gemm kernel for it.
+      try {
+        pd_ = make_pd(make_attr(full_md, true));
+        const std::string impl = pd_.impl_info_str();
+        if (impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos) blocked = true;
+      } catch (const dnnl::error&) {
+        blocked = true;
+      }
+      if (blocked) {
+        src_md = any_desc(src);
+        dst_md = any_desc(dst);
+      }
+    }
     if (blocked && has_full)  // the layout the kernel picks for dst without post-ops
       full_md = make_pd(make_attr(full_md, false)).query_md(dnnl::query::dst_md, 0);
-    pd_ = make_pd(make_attr(full_md, true));
+    if (!channels_last || format != "auto" || blocked) pd_ = make_pd(make_attr(full_md, true));
     const bool strided = src_md != plain_desc(src) || wei_md != plain_desc(wei);
     if (!conv && strided && std::string(pd_.impl_info_str()).find("ref") != std::string::npos) {
       src_md = plain_desc(src);
@@ -350,16 +369,16 @@ void DnnlLinearStep::build(const json& d) {
   bind(DNNL_ARG_WEIGHTS, slots[1], wei_user, wei_chosen, false, weights_const);
   if (bias_operand >= 0) bind(DNNL_ARG_BIAS, slots[static_cast<size_t>(bias_operand)], bias_md, bias_md, false, false);
   for (auto [index, k] : binary_args) {
-    const memory::desc md = plain_desc(operand_dims(k));
+    const memory::desc md = operand_dims(k) == dst ? dst_user : plain_desc(operand_dims(k));
     const bool operand_const = operands.at(static_cast<size_t>(k)).at("constant").get<bool>();
     bind(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, slots[static_cast<size_t>(k)], md,
          operand_dims(k) == dst ? full_md : md, false, operand_const);
   }
-  bind(DNNL_ARG_DST, result_slot, plain_desc(dst), dst_chosen, true, false);
+  bind(DNNL_ARG_DST, result_slot, dst_user, dst_chosen, true, false);
   if (sum_op >= 0) {
     const int k = ops[static_cast<size_t>(sum_op)].at("operand").get<int>();
     sum_slot_ = slots[static_cast<size_t>(k)];
-    sum_user_ = memory(plain_desc(dst), cpu_engine(), DNNL_MEMORY_NONE);
+    sum_user_ = memory(dst_user, cpu_engine(), DNNL_MEMORY_NONE);
     sum_copy_ = dnnl::reorder(sum_user_, exec_args_.at(DNNL_ARG_DST));
   }
 }
@@ -408,6 +427,23 @@ void DnnlLinearStep::run(void* const* args) {
 }
 
 }  // namespace
+
+bool dnnl_prefers_channels_last() {
+  static const bool prefers = [] {
+    try {
+      const memory::dims src = {1, 64, 56, 56}, wei = {64, 64, 3, 3};
+      dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         any_desc(src), any_desc(wei), any_desc(src), {1, 1}, {0, 0}, {1, 1}, {1, 1});
+      dnnl::convolution_forward::primitive_desc pd(cd, cpu_engine());
+      const auto& m = pd.query_md(dnnl::query::src_md, 0).data;
+      const auto& b = m.format_desc.blocking;
+      return m.format_kind == dnnl_blocked && b.inner_nblks == 0 && b.strides[1] == 1;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return prefers;
+}
 
 std::unique_ptr<LinearStep> LinearStep::create(const nlohmann::json& desc) {
   try {

@@ -47,4 +47,9 @@ class LinearStep {
   virtual runtime::ReorderStats reorders_per_run() const { return {}; }
 };
 
+// Whether oneDNN's own choice (format_tag::any) for a typical convolution's activations (3x3, 64
+// channels, 56x56) is channels-last on this CPU: brgconv on AVX-512 picks NHWC, the AVX2 jit
+// kernels a blocked nChw8c. Asked once per process.
+bool dnnl_prefers_channels_last();
+
 }  // namespace korch::cpu
