@@ -18,6 +18,7 @@ import math
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -103,7 +104,7 @@ def main():
     lines = [
         "# Korch CPU backend vs onnxruntime and OpenVINO vs Korch unfused",
         "",
-        f"Command: `.venv/bin/python bench/cpu_latency.py {' '.join(sys.argv[1:])}`  ",
+        f"Command: `.venv/bin/python bench/cpu_latency.py {shlex.join(sys.argv[1:])}`  ",
         f"Machine: {cpu_name()}, {os.cpu_count()} cores; {a.threads} threads for every system; fp32, batch {a.batch}.  ",
         f"Timing: `korch bench`, {a.rounds} alternating rounds x {a.runs} runs after warm-up; ms, median [p10-p90].  ",
         "onnxruntime: ORT_ENABLE_ALL, intra-op threads = threads, sequential.  ",
