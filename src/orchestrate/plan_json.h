@@ -2,7 +2,8 @@
 //
 // Written by `korch compile`, read by `korch explain` and (with issue 5) the runtime. Costs are in
 // seconds; names are the graph's value and node names. Layout (version 1):
-//   { "format": "korch-plan", "version": 1, "model", "device", "cost_model", "device_spec",
+//   { "format": "korch-plan", "version": 1, "model", "device", "cost_model", "layout" ("nchw" or
+//     "channels-last": the activations the convolutions read, rewrite/channels_last.h), "device_spec",
 //     "options": {...}, "graph": {"primitives", "kinds": {kind: count}},
 //     "candidates": {"count", "connected_sets", "infeasible", "rejected": {reason: n},
 //                    "infeasible_reasons": {reason: n}, "rejected_examples": [...]},
