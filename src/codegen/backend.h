@@ -92,8 +92,9 @@ class Backend {
   virtual nlohmann::json write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) = 0;
   // A line for the compile summary: what the artifact's kernels are and how they were checked.
   virtual std::string describe_module() const { return ""; }
-  // Whether its convolutions are fastest on channels-last activations, so the pipeline runs the
-  // channels-last layout pass (rewrite/channels_last.h) before orchestrating.
+  // Whether its convolutions run well on channels-last activations (no fallback kernel, no
+  // reorder), so `--layout auto` runs the channels-last layout pass (rewrite/channels_last.h)
+  // before orchestrating.
   virtual bool prefers_channels_last() const { return false; }
 };
 

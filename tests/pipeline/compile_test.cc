@@ -170,8 +170,8 @@ TEST_F(CompileModel, ConvolutionsHandTheirLayoutOnAndReordersAreCounted) {
 
 // The same two convolutions with channels-last activations (rewrite/channels_last.h): the graph
 // keeps one layout change at the input and one at the output (Transpose primitives, priced like any
-// other), and where oneDNN's own choice is channels-last (brgconv on AVX-512) the convolutions run
-// on the user's NHWC memory: no reorder and no handoff in the run.
+// other), and where oneDNN has a jit kernel for NHWC (brgconv on AVX-512, jit:avx2) the
+// convolutions run on the user's NHWC memory: no reorder and no handoff in the run.
 TEST_F(CompileModel, ChannelsLastConvolutionsRunWithoutReorders) {
   std::mt19937_64 rng(5);
   auto values = [&](int n) { return uniform_values(rng, n, 0.2f); };
@@ -199,11 +199,16 @@ TEST_F(CompileModel, ChannelsLastConvolutionsRunWithoutReorders) {
   EXPECT_EQ(transposes, 2);
   EXPECT_EQ(convs, 2);
   expect_runs_like_the_reference(g, false);
-  if (cpu::CpuBackend(2).prefers_channels_last()) {
+  const bool runs_nhwc = cpu::CpuBackend(2).prefers_channels_last();
+  if (runs_nhwc) {
     auto exe = runtime::Executable::load(dir_.string());
     EXPECT_EQ(exe->reorders_per_run().count, 0);
     EXPECT_EQ(exe->layout_handoffs(), 0);
   }
+  // --layout auto: channels-last exactly where oneDNN runs NHWC convolutions with a jit kernel.
+  fs::remove_all(dir_);
+  o.layout = "auto";
+  EXPECT_EQ(compile_model(g, dir_.string(), o).meta.layout, runs_nhwc ? "channels-last" : "nchw");
   // The CUDA emulator runs the same channels-last convolutions (oneDNN stands in for cuDNN there).
   fs::remove_all(dir_);
   o.target = "cuda";

@@ -35,7 +35,7 @@ CpuBackend::~CpuBackend() = default;
 
 DeviceSpec CpuBackend::analytic_spec() const { return cpu_spec(); }
 
-bool CpuBackend::prefers_channels_last() const { return dnnl_prefers_channels_last(); }
+bool CpuBackend::prefers_channels_last() const { return dnnl_runs_channels_last(); }
 
 EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c) const {
   EmittedKernel k;

@@ -38,7 +38,7 @@ class CpuBackend : public Backend {
   runtime::Device* timing_device() override;
   runtime::Device* check_device() override { return timing_device(); }
   nlohmann::json write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) override;
-  // oneDNN's own layout choice for a typical convolution (runtime/cpu/cpu_linear_step.h).
+  // oneDNN runs convolutions on NHWC memory with a jit kernel (runtime/cpu/cpu_linear_step.h).
   bool prefers_channels_last() const override;
 
  private:

@@ -56,6 +56,13 @@ memory::desc plain_desc(const memory::dims& d) {
 
 memory::desc any_desc(const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); }
 
+// oneDNN's fallbacks: its reference kernels and im2col + gemm, many times slower than a jit kernel
+// (the channels-last retry in DnnlLinearStep::build and dnnl_runs_channels_last).
+bool is_fallback_impl(const std::string& impl) {
+  return impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos;
+}
+
+
 dnnl::algorithm eltwise_alg(const std::string& a) {
   static const std::unordered_map<std::string, dnnl::algorithm> m = {
       {"relu", dnnl::algorithm::eltwise_relu},         {"elu", dnnl::algorithm::eltwise_elu},
@@ -339,8 +346,7 @@ void DnnlLinearStep::build(const json& d) {
       // On the user's NHWC memory unless oneDNN has only its reference or im2col-gemm kernel for it.
       try {
         pd_ = make_pd(make_attr(full_md, true));
-        const std::string impl = pd_.impl_info_str();
-        if (impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos) blocked = true;
+        if (is_fallback_impl(pd_.impl_info_str())) blocked = true;
       } catch (const dnnl::error&) {
         blocked = true;
       }
@@ -428,21 +434,20 @@ void DnnlLinearStep::run(void* const* args) {
 
 }  // namespace
 
-bool dnnl_prefers_channels_last() {
-  static const bool prefers = [] {
+bool dnnl_runs_channels_last() {
+  static const bool runs = [] {
     try {
       const memory::dims src = {1, 64, 56, 56}, wei = {64, 64, 3, 3};
+      const memory::desc nhwc(src, dt::f32, memory::format_tag::nhwc);
       dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                         any_desc(src), any_desc(wei), any_desc(src), {1, 1}, {0, 0}, {1, 1}, {1, 1});
+                                         nhwc, any_desc(wei), nhwc, {1, 1}, {1, 1}, {1, 1});
       dnnl::convolution_forward::primitive_desc pd(cd, cpu_engine());
-      const auto& m = pd.query_md(dnnl::query::src_md, 0).data;
-      const auto& b = m.format_desc.blocking;
-      return m.format_kind == dnnl_blocked && b.inner_nblks == 0 && b.strides[1] == 1;
+      return !is_fallback_impl(pd.impl_info_str());
     } catch (const dnnl::error&) {
       return false;
     }
   }();
-  return prefers;
+  return runs;
 }
 
 std::unique_ptr<LinearStep> LinearStep::create(const nlohmann::json& desc) {

@@ -47,9 +47,11 @@ class LinearStep {
   virtual runtime::ReorderStats reorders_per_run() const { return {}; }
 };
 
-// Whether oneDNN's own choice (format_tag::any) for a typical convolution's activations (3x3, 64
-// channels, 56x56) is channels-last on this CPU: brgconv on AVX-512 picks NHWC, the AVX2 jit
-// kernels a blocked nChw8c. Asked once per process.
-bool dnnl_prefers_channels_last();
+// Whether oneDNN runs a typical convolution (3x3, 64 channels, 56x56) on NHWC activations with a
+// jit kernel rather than its reference or im2col-gemm fallback: brgconv on AVX-512, jit:avx2 on
+// AVX2 CPUs (whose own choice would be the blocked nChw8c). Asked once per process.
+// Channels-last activations then beat NCHW with reorders around each convolution on both
+// (bench/results/channels_last.md).
+bool dnnl_runs_channels_last();
 
 }  // namespace korch::cpu
