@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "ir/ops/layout_internal.h"
+
 namespace korch {
 
 int64_t shape_numel(const Shape& s) {
@@ -110,19 +112,8 @@ Tensor Tensor::transposed(const std::vector<int64_t>& perm) const {
   const std::vector<int64_t> in_st = shape_strides(shape_);
   std::vector<int64_t> src;  // input stride of each output dim
   for (int64_t p : perm) src.push_back(in_st[static_cast<size_t>(p)]);
-  const size_t es = dtype_size(dtype_), rank = perm.size();
-  std::vector<int64_t> idx(rank, 0);
-  const std::byte* in = raw();
-  std::byte* o = out.raw();
-  for (int64_t i = 0, n = numel(); i < n; ++i) {
-    int64_t off = 0;
-    for (size_t d = 0; d < rank; ++d) off += idx[d] * src[d];
-    std::memcpy(o + static_cast<size_t>(i) * es, in + static_cast<size_t>(off) * es, es);
-    for (size_t d = rank; d-- > 0;) {
-      if (++idx[d] < out.shape_[d]) break;
-      idx[d] = 0;
-    }
-  }
+  layout_internal::strided_copy(out.raw(), shape_strides(out.shape_), raw(), src, out.shape_,
+                                static_cast<int64_t>(dtype_size(dtype_)));
   return out;
 }
 

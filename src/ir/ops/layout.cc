@@ -296,12 +296,7 @@ std::vector<TensorType> infer_transpose(const OpInferContext& ctx) {
 
 std::vector<Tensor> eval_transpose(const OpEvalContext& ctx) {
   const Tensor& x = ctx.input(0);
-  std::vector<int64_t> perm = transpose_perm(ctx.attrs(), x.rank());
-  Tensor out(ctx.output_type(0));
-  std::vector<int64_t> in_st = shape_strides(x.shape()), src;
-  for (int64_t p : perm) src.push_back(in_st[static_cast<size_t>(p)]);
-  strided_copy(out.raw(), shape_strides(out.shape()), x.raw(), src, out.shape(), elem_size(x.dtype()));
-  return {out};
+  return {x.transposed(transpose_perm(ctx.attrs(), x.rank()))};
 }
 
 // --- Concat / Split ---------------------------------------------------------------------------------
