@@ -130,22 +130,31 @@ TEST_F(CompileModel, RecurrentOpsRunAsCheckedLibraryCallsOnTheCpu) {
   expect_runs_like_the_reference(g, true);
 }
 
+// Two 3x3 convolutions on [1,16,14,14] with seeded weights; `epilogue`: a per-channel Mul and a
+// Sigmoid between them.
+Graph two_convolutions(bool epilogue) {
+  std::mt19937_64 rng(5);
+  auto values = [&](int n) { return uniform_values(rng, n, 0.2f); };
+  const std::string w1 = values(16 * 16 * 9), w2 = values(16 * 16 * 9);
+  const std::string scale = epilogue ? fmt::format("  const s: f32[1,16,1,1] = {}\n", values(16)) : "";
+  const std::string between = epilogue ? "  %b: f32[1,16,14,14] = Mul(a, s)\n  %c: f32[1,16,14,14] = Sigmoid(b)\n" : "";
+  return parse_graph(fmt::format(R"(graph t (opset 17) {{
+  input x: f32[1,16,14,14]
+  const w1: f32[16,16,3,3] = {}
+  const w2: f32[16,16,3,3] = {}
+{}  %a: f32[1,16,14,14] = Conv(x, w1) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
+{}  %y: f32[1,16,14,14] = Conv({}, w2) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
+  output y
+}})",
+                                 w1, w2, scale, between, epilogue ? "c" : "a"));
+}
+
 // Two 3x3 convolutions back to back: oneDNN runs both in a blocked layout, so the first one's
 // result passes to the second in that layout (a handoff) and the run makes two reorders (the
 // input into the blocked layout, the output out of it) instead of four; `korch bench` reports
 // both counts (Executable::reorders_per_run).
 TEST_F(CompileModel, ConvolutionsHandTheirLayoutOnAndReordersAreCounted) {
-  std::mt19937_64 rng(5);
-  auto values = [&](int n) { return uniform_values(rng, n, 0.2f); };
-  const Graph g = parse_graph(fmt::format(R"(graph t (opset 17) {{
-  input x: f32[1,16,14,14]
-  const w1: f32[16,16,3,3] = {}
-  const w2: f32[16,16,3,3] = {}
-  %a: f32[1,16,14,14] = Conv(x, w1) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
-  %y: f32[1,16,14,14] = Conv(a, w2) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
-  output y
-}})",
-                                          values(16 * 16 * 9), values(16 * 16 * 9)));
+  const Graph g = two_convolutions(false);
   CompileOptions o = analytic("cpu");
   o.layout = "nchw";  // as the model has it (the channels-last pass would remove these reorders)
   const CompileResult r = compile_model(g, dir_.string(), o);
@@ -173,20 +182,7 @@ TEST_F(CompileModel, ConvolutionsHandTheirLayoutOnAndReordersAreCounted) {
 // other), and where oneDNN has a jit kernel for NHWC (brgconv on AVX-512, jit:avx2) the
 // convolutions run on the user's NHWC memory: no reorder and no handoff in the run.
 TEST_F(CompileModel, ChannelsLastConvolutionsRunWithoutReorders) {
-  std::mt19937_64 rng(5);
-  auto values = [&](int n) { return uniform_values(rng, n, 0.2f); };
-  const Graph g = parse_graph(fmt::format(R"(graph t (opset 17) {{
-  input x: f32[1,16,14,14]
-  const w1: f32[16,16,3,3] = {}
-  const w2: f32[16,16,3,3] = {}
-  const s: f32[1,16,1,1] = {}
-  %a: f32[1,16,14,14] = Conv(x, w1) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
-  %b: f32[1,16,14,14] = Mul(a, s)
-  %c: f32[1,16,14,14] = Sigmoid(b)
-  %y: f32[1,16,14,14] = Conv(c, w2) {{kernel_shape=[3,3], pads=[1,1,1,1]}}
-  output y
-}})",
-                                          values(16 * 16 * 9), values(16 * 16 * 9), values(16)));
+  const Graph g = two_convolutions(true);
   CompileOptions o = analytic("cpu");
   o.layout = "channels-last";
   const CompileResult r = compile_model(g, dir_.string(), o);

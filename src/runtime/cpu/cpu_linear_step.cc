@@ -62,7 +62,6 @@ bool is_fallback_impl(const std::string& impl) {
   return impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos;
 }
 
-
 dnnl::algorithm eltwise_alg(const std::string& a) {
   static const std::unordered_map<std::string, dnnl::algorithm> m = {
       {"relu", dnnl::algorithm::eltwise_relu},         {"elu", dnnl::algorithm::eltwise_elu},
