@@ -67,4 +67,31 @@ bool index_contains(const Stage& st, int root, int i) {
   return (n.a >= 0 && index_contains(st, n.a, i)) || (n.b >= 0 && index_contains(st, n.b, i));
 }
 
+TransposeTile find_transpose_tile(const Stage& st, const std::vector<uint64_t>& index_loops,
+                                  const std::vector<char>& needed) {
+  TransposeTile tile;
+  const int L = static_cast<int>(st.loops.size());
+  if (st.is_reduction || L < 2) return tile;
+  const int inner = L - 1;
+  // Cache line: 64 bytes; a stride of 16 elements or more (f32) touches a new line per iteration.
+  constexpr int64_t kLineElements = 16;
+  if (st.loops[static_cast<size_t>(inner)].extent < 2 * tile.cols) return tile;
+  for (const Store& s : st.stores)
+    if (affine_coef(st, index_loops, s.index, inner) != 1) return tile;
+  for (size_t e = 0; e < st.exprs.size(); ++e) {
+    const ExprNode& n = st.exprs[e];
+    if (!needed[e] || n.op != ExprOp::kLoad) continue;
+    const int64_t c = affine_coef(st, index_loops, n.index, inner);
+    if (c == kNonAffine || (c < kLineElements && c > -kLineElements)) continue;
+    for (int m = inner - 1; m >= 0; --m) {
+      if (st.loops[static_cast<size_t>(m)].extent >= tile.cols && affine_coef(st, index_loops, n.index, m) == 1) {
+        tile.outer = m;
+        tile.inner = inner;
+        return tile;
+      }
+    }
+  }
+  return tile;
+}
+
 }  // namespace korch::loop

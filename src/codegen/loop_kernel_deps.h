@@ -34,4 +34,23 @@ bool is_index_atom(const IndexNode& n);
 // Whether index node `root` is `i` or uses it.
 bool index_contains(const Stage& st, int root, int i);
 
+// A transposing copy: a pointwise stage whose stores run contiguously along its innermost loop
+// while a load steps through memory by a cache line or more per inner iteration and by one
+// element along an outer loop (out[c][hw] = in[hw][c]). Run as written, every inner iteration
+// reads a new cache line and a line is reused only a whole inner loop later, long evicted (and
+// power-of-two strides map all of them to a few cache sets). Blocking the outer loop and the
+// inner loop into rows x cols tiles keeps the lines of one tile in L1 until all their elements
+// are used: segformer's channels-last decode-head Concat, 3 x [256, 16384] slices, 28 -> 6 ms.
+// `outer` is the loop along which the load is contiguous; `inner` the innermost loop. Tile sizes
+// measured on that Concat (bench/results/transpose_tiles.md): 64 rows x 16 columns.
+struct TransposeTile {
+  int outer = -1, inner = -1;
+  int64_t rows = 64, cols = 16;
+  bool active() const { return outer >= 0; }
+};
+// The tiling for a pointwise stage (inactive when the stage has no such load, or its loops are too
+// short for tiles to matter). `needed` marks the expressions the stage computes.
+TransposeTile find_transpose_tile(const Stage& st, const std::vector<uint64_t>& index_loops,
+                                  const std::vector<char>& needed);
+
 }  // namespace korch::loop

@@ -128,6 +128,22 @@ std::vector<LoopCase> op_cases() {
     cs.push_back(single(fmt::format("Transpose_{}", fmt::join(perm, "")), s,
                         [perm](GraphBuilder& b, ValueId x) { return b.node("Transpose", {x}, attrs({{"perm", perm}})); }));
   }
+  // Transposes long enough for the CPU printer's tiles (loop::find_transpose_tile), with extents
+  // that are not multiples of the tile: a matrix, NCHW -> NHWC, NHWC -> NCHW (a loop between the
+  // tile's rows and columns), and a channel Concat read back channels-last (one tile per piece).
+  cs.push_back(single("Transpose_tiled_10", {40, 70}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Transpose", {x}, attrs({{"perm", I{1, 0}}}));
+  }));
+  cs.push_back(single("Transpose_tiled_0231", {2, 40, 5, 36}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Transpose", {x}, attrs({{"perm", I{0, 2, 3, 1}}}));
+  }));
+  cs.push_back(single("Transpose_tiled_0312", {2, 5, 36, 40}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Transpose", {x}, attrs({{"perm", I{0, 3, 1, 2}}}));
+  }));
+  cs.push_back(single("Concat_channels_then_channels_last", {1, 40, 6, 36}, [](GraphBuilder& b, ValueId x) {
+    ValueId c = b.node("Concat", {b.node("Relu", {x}), x}, attrs({{"axis", int64_t{1}}}));
+    return b.node("Transpose", {c}, attrs({{"perm", I{0, 2, 3, 1}}}));
+  }));
   cs.push_back(single("Slice_basic", {6, 10}, [](GraphBuilder& b, ValueId x) {
     return b.node("Slice", {x, b.ints({1, 2}), b.ints({5, 9})});
   }));

@@ -129,6 +129,35 @@ TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
   }
 }
 
+// A transposing copy runs in tiles (64 rows x 16 columns); a contiguous one, or one whose
+// inner loop is short, runs as plain rows. The tiled cases match the reference in
+// EveryOpMatchesTheReference (Transpose_tiled_*).
+TEST(LoopKernel, TransposingCopiesRunInTiles) {
+  auto code = [](const Shape& s, const I& perm) {
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({b.node("Transpose", {x}, attrs({{"perm", perm}}))}));
+    if (!k) return std::string();
+    CodeWriter w;
+    cpu::emit_cpu_loop_kernel(*k, "k", {0}, {1}, 2, w);
+    return w.str();
+  };
+  // The copy's loops merge to [pixels 16384, channels 256]; rows: the pixels (read contiguously);
+  // columns: the channels (stride 16384).
+  const std::string nhwc = code({1, 256, 128, 128}, {0, 2, 3, 1});
+  EXPECT_NE(nhwc.find("for (int64_t i0 = i0b; i0 < i0b + 64; ++i0)"), std::string::npos) << nhwc;
+  EXPECT_NE(nhwc.find("for (int64_t i1 = i1b; i1 < i1b + 16; ++i1)"), std::string::npos) << nhwc;
+  EXPECT_NE(nhwc.find("p < 4096;"), std::string::npos) << nhwc;  // 256 x 16 tiles
+  // NHWC -> NCHW with 150 channels: the last row block is partial, so is the last column block.
+  const std::string nchw = code({1, 50, 50, 150}, {0, 3, 1, 2});
+  EXPECT_NE(nchw.find("korch_imin(i0b + 64, 150)"), std::string::npos) << nchw;
+  EXPECT_NE(nchw.find("korch_imin(i1b + 16, 2500)"), std::string::npos) << nchw;
+  // H <-> W of each channel: a loop outside the tile (the channel) joins the parallel loop.
+  EXPECT_NE(code({1, 256, 128, 128}, {0, 1, 3, 2}).find("p < 4096;"), std::string::npos);
+  EXPECT_EQ(code({64, 8, 128}, {1, 0, 2}).find("b +="), std::string::npos);  // contiguous rows
+  EXPECT_EQ(code({1, 16, 64, 64}, {0, 2, 3, 1}).find("b +="), std::string::npos);  // 16 channels inner
+}
+
 // A padded pool's row: its ends keep the clamps, its interior reads plain addresses.
 TEST(LoopKernel, PaddedWindowRowsPeelTheirInterior) {
   GraphBuilder b;

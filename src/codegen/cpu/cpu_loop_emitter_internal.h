@@ -67,8 +67,8 @@ class StagePrinter {
   std::vector<Access> stores() const;
   const Stage& stage() const { return st_; }
   // Whether print_row() can run inside a caller's loop over loop 0 (not when the kept-inner
-  // schedule moves loop 0 innermost).
-  bool row_printable() const { return !(kept_inner_ && st_.num_kept() == 1); }
+  // schedule moves loop 0 innermost, nor when a transpose tiling blocks the loops).
+  bool row_printable() const { return !(kept_inner_ && st_.num_kept() == 1) && !tile_.active(); }
 
  private:
   // Expressions reachable from `root` (loop_kernel_deps.h).
@@ -101,6 +101,16 @@ class StagePrinter {
   std::string var(int l) const { return fmt::format("i{}", l); }
 
   void open_loops(int from, int par, int L, int K);
+
+  // `for (...)` over loop l: its whole extent, or one tile of it under the transpose tiling.
+  std::string loop_header(int l) const;
+
+  // The transpose tiling (loop::find_transpose_tile): one parallel loop over every tile (the
+  // loops outside the tile and the two block loops, collapsed), then one tile (rows x cols) with
+  // the columns innermost under `omp simd`.
+  //   for p: i1b = p % 16 * 16, i0b = p / 16 * 64;
+  //     for i0 in [i0b, i0b + 64): simd for i1 in [i1b, i1b + 16)
+  void tiled_body();
 
   // Loop unswitching for selects whose condition does not change along the innermost loop (a
   // Concat along an outer axis, a Pad's border rows): one copy of the loop per outcome, each
@@ -159,6 +169,7 @@ class StagePrinter {
   const Stage& st_;
   CodeWriter& w_;
   bool kept_inner_ = false;
+  loop::TransposeTile tile_;
   std::map<int, int> alias_;  // select -> the branch it takes (inside an unswitched loop)
   std::map<int, int> index_alias_;  // clamp -> the operand it resolves to (interior of a row)
   std::vector<char> always_true_;   // range tests that hold (interior of a row)

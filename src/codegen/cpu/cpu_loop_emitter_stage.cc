@@ -40,7 +40,52 @@ void StagePrinter::print() {
   w_.open("");
   w_.line("// " + st_.comment);
   emit_level(-1);
-  open_loops(0, par, L, K);
+  if (tile_.active()) tiled_body();
+  else open_loops(0, par, L, K);
+  w_.close();
+}
+
+std::string StagePrinter::loop_header(int l) const {
+  const int64_t e = st_.loops[static_cast<size_t>(l)].extent;
+  if (tile_.active() && (l == tile_.outer || l == tile_.inner)) {
+    const int64_t t = l == tile_.outer ? tile_.rows : tile_.cols;
+    const std::string lo = var(l) + "b";  // the tile's first index, a multiple of t
+    const std::string hi = e % t == 0 ? fmt::format("{} + {}", lo, t) : fmt::format("korch_imin({} + {}, {})", lo, t, e);
+    return fmt::format("for (int64_t {0} = {1}; {0} < {2}; ++{0})", var(l), lo, hi);
+  }
+  return fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), e);
+}
+
+void StagePrinter::tiled_body() {
+  const int m = tile_.outer, in = tile_.inner;
+  auto extent = [&](int l) { return st_.loops[static_cast<size_t>(l)].extent; };
+  const int64_t row_blocks = (extent(m) + tile_.rows - 1) / tile_.rows;
+  const int64_t col_blocks = (extent(in) + tile_.cols - 1) / tile_.cols;
+  // One parallel loop over every tile: enough of them for the threads even when the rows are few
+  // (150 channels are 3 row blocks).
+  int64_t total = row_blocks * col_blocks;
+  for (int l = 0; l < in; ++l)
+    if (l != m) total *= extent(l);
+  if (work() >= kParallelWork && total >= 2) w_.line("#pragma omp parallel for schedule(static)");
+  w_.open(fmt::format("for (int64_t p = 0; p < {}; ++p)", total));
+  std::string rest = "p";
+  auto take = [&](const std::string& name, int64_t n, int64_t scale, bool last) {
+    const std::string v = last ? rest : fmt::format("{} % {}", rest, n);
+    w_.line(scale == 1 ? fmt::format("const int64_t {} = {};", name, v)
+                       : fmt::format("const int64_t {} = ({}) * {};", name, v, scale));
+    rest = fmt::format("({} / {})", rest, n);
+  };
+  take(var(in) + "b", col_blocks, tile_.cols, false);
+  for (int l = in - 1; l > m; --l) take(var(l), extent(l), 1, false);
+  take(var(m) + "b", row_blocks, tile_.rows, m == 0);
+  for (int l = m - 1; l >= 0; --l) take(var(l), extent(l), 1, l == 0);
+  for (int l = 0; l < in; ++l)
+    if (l != m) emit_level(depth_[static_cast<size_t>(l)]);
+  w_.open(loop_header(m));
+  emit_level(depth_[static_cast<size_t>(m)]);
+  std::map<int, bool> assumed;
+  specialized_inner_loop(in, assumed);
+  w_.close();
   w_.close();
 }
 
@@ -114,6 +159,13 @@ void StagePrinter::mark_needed() {
   depth_.resize(st_.loops.size());
   for (size_t l = 0; l < depth_.size(); ++l) depth_[l] = static_cast<int>(l);
   choose_kept_inner();
+  tile_ = loop::find_transpose_tile(st_, imask_, needed_e_);
+  if (tile_.active()) {
+    // Nesting of the loops that carry a variable: those before the tile rows, those between the
+    // rows and the columns, the rows, the columns (the block loops carry none).
+    for (int l = tile_.outer + 1; l < tile_.inner; ++l) depth_[static_cast<size_t>(l)] = l - 1;
+    depth_[static_cast<size_t>(tile_.outer)] = tile_.inner - 1;
+  }
 }
 
 void StagePrinter::choose_kept_inner() {
@@ -224,7 +276,7 @@ void StagePrinter::open_loops(int from, int par, int L, int K) {
     specialized_inner_loop(from, assumed);
     return;
   }
-  w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(from), st_.loops[static_cast<size_t>(from)].extent));
+  w_.open(loop_header(from));
   after_open(from, L, K);
   w_.close();
 }
@@ -264,7 +316,7 @@ void StagePrinter::specialized_inner_loop(int l, std::map<int, bool>& assumed) {
     if (it != assumed.end()) alias_[static_cast<int>(e)] = n.args[it->second ? 1 : 2];
   }
   w_.line("#pragma omp simd");
-  w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
+  w_.open(loop_header(l));
   emit_level(l, false, &live, true);
   for (const loop::Store& s : st_.stores) store(s);
   w_.close();
