@@ -144,6 +144,17 @@ std::vector<LoopCase> op_cases() {
     ValueId c = b.node("Concat", {b.node("Relu", {x}), x}, attrs({{"axis", int64_t{1}}}));
     return b.node("Transpose", {c}, attrs({{"perm", I{0, 2, 3, 1}}}));
   }));
+  // A dense block's Concat: many inputs along the channels (an outer axis), of unequal widths,
+  // with an elementwise op on some of them (the CPU printer unswitches one loop copy per input).
+  {
+    GraphBuilder b;
+    std::vector<ValueId> parts;
+    for (int i = 0; i < 12; ++i) {
+      ValueId x = b.f32(fmt::format("x{}", i), {1, i % 3 + 1, 5, 21});
+      parts.push_back(i % 4 == 0 ? b.node("Relu", {x}) : x);
+    }
+    cs.push_back(whole_graph_case("Concat_12_inputs_axis1", b.finish({b.node("Concat", parts, attrs({{"axis", int64_t{1}}}))})));
+  }
   cs.push_back(single("Slice_basic", {6, 10}, [](GraphBuilder& b, ValueId x) {
     return b.node("Slice", {x, b.ints({1, 2}), b.ints({5, 9})});
   }));

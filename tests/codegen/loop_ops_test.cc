@@ -158,6 +158,26 @@ TEST(LoopKernel, TransposingCopiesRunInTiles) {
   EXPECT_EQ(code({1, 16, 64, 64}, {0, 2, 3, 1}).find("b +="), std::string::npos);  // 16 channels inner
 }
 
+// A Concat of many inputs along an outer axis: one copy of the inner loop per input, each
+// reading its own input only (before, unswitching stopped after four conditions and every later
+// element evaluated a chain of selects over all the remaining inputs' loads).
+TEST(LoopKernel, ConcatOfManyInputsCopiesEachOnce) {
+  GraphBuilder b;
+  std::vector<ValueId> parts;
+  for (int i = 0; i < 24; ++i) parts.push_back(b.f32(fmt::format("x{}", i), {1, 32, 14, 14}));
+  std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({b.node("Concat", parts, attrs({{"axis", int64_t{1}}}))}));
+  ASSERT_TRUE(k);
+  CodeWriter w;
+  std::vector<int> in(24);
+  for (int i = 0; i < 24; ++i) in[static_cast<size_t>(i)] = i;
+  cpu::emit_cpu_loop_kernel(*k, "k", in, {24}, 25, w);
+  const std::string code = w.str();
+  size_t loops = 0;
+  for (size_t p = code.find("#pragma omp simd"); p != std::string::npos; p = code.find("#pragma omp simd", p + 1)) ++loops;
+  EXPECT_EQ(loops, 24u) << code;
+  EXPECT_EQ(code.find(" ? "), std::string::npos) << code;  // no per-element select left
+}
+
 // A padded pool's row: its ends keep the clamps, its interior reads plain addresses.
 TEST(LoopKernel, PaddedWindowRowsPeelTheirInterior) {
   GraphBuilder b;

@@ -116,6 +116,10 @@ class StagePrinter {
   // Concat along an outer axis, a Pad's border rows): one copy of the loop per outcome, each
   // computing only its branch, instead of computing every branch for every element.
   //   if (t7) { simd loop reading input 0 } else if (t3) { ... input 1 } else { ... input 2 }
+  // At most kMaxInnerCopies copies: a Concat of n inputs is a chain of n - 1 selects and needs
+  // n (densenet121's dense blocks concatenate up to 32), k independent conditions (a Pad's
+  // borders) 2^k. Beyond the budget the remaining selects stay per element.
+  static constexpr int kMaxInnerCopies = 64;
   void specialized_inner_loop(int l, std::map<int, bool>& assumed);
 
   // Expressions the stores reach when the selects on `assumed` conditions take that branch.
@@ -170,6 +174,7 @@ class StagePrinter {
   CodeWriter& w_;
   bool kept_inner_ = false;
   loop::TransposeTile tile_;
+  int inner_copies_ = 0, pending_copies_ = 0;  // specialized_inner_loop's budget
   std::map<int, int> alias_;  // select -> the branch it takes (inside an unswitched loop)
   std::map<int, int> index_alias_;  // clamp -> the operand it resolves to (interior of a row)
   std::vector<char> always_true_;   // range tests that hold (interior of a row)

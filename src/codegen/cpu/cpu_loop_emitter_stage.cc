@@ -282,9 +282,11 @@ void StagePrinter::open_loops(int from, int par, int L, int K) {
 }
 
 void StagePrinter::specialized_inner_loop(int l, std::map<int, bool>& assumed) {
+  if (assumed.empty()) inner_copies_ = pending_copies_ = 0;
   std::vector<char> live = live_under(assumed);
   int cond_select = -1;
-  if (assumed.size() < 4) {
+  // A split prints at least two copies, and every branch still waiting above it at least one.
+  if (inner_copies_ + pending_copies_ + 2 <= kMaxInnerCopies) {
     for (size_t e = st_.exprs.size(); e-- > 0;) {
       const ExprNode& n = st_.exprs[e];
       if (!live[e] || n.op != ExprOp::kSelect || depth_of(emask_[e]) != l) continue;
@@ -299,7 +301,9 @@ void StagePrinter::specialized_inner_loop(int l, std::map<int, bool>& assumed) {
     const int c = st_.exprs[static_cast<size_t>(cond_select)].args[0];
     w_.open(fmt::format("if ({})", operand(c)));
     assumed[c] = true;
+    ++pending_copies_;  // the else branch
     specialized_inner_loop(l, assumed);
+    --pending_copies_;
     w_.close();
     w_.open("else");
     assumed[c] = false;
@@ -315,6 +319,7 @@ void StagePrinter::specialized_inner_loop(int l, std::map<int, bool>& assumed) {
     auto it = assumed.find(n.args[0]);
     if (it != assumed.end()) alias_[static_cast<int>(e)] = n.args[it->second ? 1 : 2];
   }
+  ++inner_copies_;
   w_.line("#pragma omp simd");
   w_.open(loop_header(l));
   emit_level(l, false, &live, true);
