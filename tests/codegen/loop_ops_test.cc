@@ -99,17 +99,24 @@ std::shared_ptr<LoopKernel> whole_kernel(Graph g) {
   return kb.kernel;
 }
 
+// The CPU printer's code for whole_kernel(g): inputs at argument slots 0.., then the outputs, then
+// scratch ("" when the kernel cannot be built).
+std::string whole_kernel_cpu_code(Graph g) {
+  std::shared_ptr<LoopKernel> k = whole_kernel(std::move(g));
+  if (!k) return std::string();
+  std::vector<int> in, out;
+  for (int i = 0; i < k->num_inputs; ++i) in.push_back(i);
+  for (int i = 0; i < k->num_outputs; ++i) out.push_back(k->num_inputs + i);
+  CodeWriter w;
+  cpu::emit_cpu_loop_kernel(*k, "k", in, out, k->num_inputs + k->num_outputs, w);
+  return w.str();
+}
+
 // The CPU printer's schedule for pools: a short window read contiguously keeps the output row
 // innermost (vector lanes over outputs) when the row steps through the input by 1 or 2; a
 // reduction over a short last axis (row step = its length) keeps the window innermost.
 TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
-  auto code = [](Graph g) {
-    std::shared_ptr<LoopKernel> k = whole_kernel(std::move(g));
-    if (!k) return std::string();
-    CodeWriter w;
-    cpu::emit_cpu_loop_kernel(*k, "k", {0}, {1}, 2, w);
-    return w.str();
-  };
+  const auto code = whole_kernel_cpu_code;
   for (int64_t stride : {1, 2}) {
     GraphBuilder b;
     ValueId x = b.f32("x", {1, 4, 33, 33});
@@ -136,11 +143,7 @@ TEST(LoopKernel, TransposingCopiesRunInTiles) {
   auto code = [](const Shape& s, const I& perm) {
     GraphBuilder b;
     ValueId x = b.f32("x", s);
-    std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({b.node("Transpose", {x}, attrs({{"perm", perm}}))}));
-    if (!k) return std::string();
-    CodeWriter w;
-    cpu::emit_cpu_loop_kernel(*k, "k", {0}, {1}, 2, w);
-    return w.str();
+    return whole_kernel_cpu_code(b.finish({b.node("Transpose", {x}, attrs({{"perm", perm}}))}));
   };
   // The copy's loops merge to [pixels 16384, channels 256]; rows: the pixels (read contiguously);
   // columns: the channels (stride 16384).
@@ -165,13 +168,8 @@ TEST(LoopKernel, ConcatOfManyInputsCopiesEachOnce) {
   GraphBuilder b;
   std::vector<ValueId> parts;
   for (int i = 0; i < 24; ++i) parts.push_back(b.f32(fmt::format("x{}", i), {1, 32, 14, 14}));
-  std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({b.node("Concat", parts, attrs({{"axis", int64_t{1}}}))}));
-  ASSERT_TRUE(k);
-  CodeWriter w;
-  std::vector<int> in(24);
-  for (int i = 0; i < 24; ++i) in[static_cast<size_t>(i)] = i;
-  cpu::emit_cpu_loop_kernel(*k, "k", in, {24}, 25, w);
-  const std::string code = w.str();
+  const std::string code = whole_kernel_cpu_code(b.finish({b.node("Concat", parts, attrs({{"axis", int64_t{1}}}))}));
+  ASSERT_FALSE(code.empty());
   size_t loops = 0;
   for (size_t p = code.find("#pragma omp simd"); p != std::string::npos; p = code.find("#pragma omp simd", p + 1)) ++loops;
   EXPECT_EQ(loops, 24u) << code;

@@ -102,6 +102,15 @@ class StagePrinter {
 
   void open_loops(int from, int par, int L, int K);
 
+  // The variables of a collapsed parallel loop `p`, innermost first: each is (p / the extents
+  // before it) % its extent, the outermost without the mod, times `scale` (a block's first index).
+  struct FlatPart {
+    std::string name;
+    int64_t extent = 1;
+    int64_t scale = 1;
+  };
+  void unflatten(const std::vector<FlatPart>& parts);
+
   // `for (...)` over loop l: its whole extent, or one tile of it under the transpose tiling.
   std::string loop_header(int l) const;
 

@@ -56,6 +56,17 @@ std::string StagePrinter::loop_header(int l) const {
   return fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), e);
 }
 
+void StagePrinter::unflatten(const std::vector<FlatPart>& parts) {
+  std::string rest = "p";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const FlatPart& f = parts[i];
+    const std::string v = i + 1 == parts.size() ? rest : fmt::format("{} % {}", rest, f.extent);
+    w_.line(f.scale == 1 ? fmt::format("const int64_t {} = {};", f.name, v)
+                         : fmt::format("const int64_t {} = ({}) * {};", f.name, v, f.scale));
+    rest = fmt::format("({} / {})", rest, f.extent);
+  }
+}
+
 void StagePrinter::tiled_body() {
   const int m = tile_.outer, in = tile_.inner;
   auto extent = [&](int l) { return st_.loops[static_cast<size_t>(l)].extent; };
@@ -68,17 +79,11 @@ void StagePrinter::tiled_body() {
     if (l != m) total *= extent(l);
   if (work() >= kParallelWork && total >= 2) w_.line("#pragma omp parallel for schedule(static)");
   w_.open(fmt::format("for (int64_t p = 0; p < {}; ++p)", total));
-  std::string rest = "p";
-  auto take = [&](const std::string& name, int64_t n, int64_t scale, bool last) {
-    const std::string v = last ? rest : fmt::format("{} % {}", rest, n);
-    w_.line(scale == 1 ? fmt::format("const int64_t {} = {};", name, v)
-                       : fmt::format("const int64_t {} = ({}) * {};", name, v, scale));
-    rest = fmt::format("({} / {})", rest, n);
-  };
-  take(var(in) + "b", col_blocks, tile_.cols, false);
-  for (int l = in - 1; l > m; --l) take(var(l), extent(l), 1, false);
-  take(var(m) + "b", row_blocks, tile_.rows, m == 0);
-  for (int l = m - 1; l >= 0; --l) take(var(l), extent(l), 1, l == 0);
+  std::vector<FlatPart> parts = {{var(in) + "b", col_blocks, tile_.cols}};
+  for (int l = in - 1; l > m; --l) parts.push_back({var(l), extent(l)});
+  parts.push_back({var(m) + "b", row_blocks, tile_.rows});
+  for (int l = m - 1; l >= 0; --l) parts.push_back({var(l), extent(l)});
+  unflatten(parts);
   for (int l = 0; l < in; ++l)
     if (l != m) emit_level(depth_[static_cast<size_t>(l)]);
   w_.open(loop_header(m));
@@ -247,13 +252,9 @@ void StagePrinter::open_loops(int from, int par, int L, int K) {
     for (int l = 0; l < par; ++l) total *= st_.loops[static_cast<size_t>(l)].extent;
     w_.line("#pragma omp parallel for schedule(static)");
     w_.open(fmt::format("for (int64_t p = 0; p < {}; ++p)", total));
-    std::string rest = "p";
-    for (int l = par - 1; l >= 0; --l) {
-      const int64_t e = st_.loops[static_cast<size_t>(l)].extent;
-      if (l == 0) w_.line(fmt::format("const int64_t i0 = {};", rest));
-      else w_.line(fmt::format("const int64_t {} = {} % {};", var(l), rest, e));
-      rest = fmt::format("({} / {})", rest, e);
-    }
+    std::vector<FlatPart> parts;
+    for (int l = par - 1; l >= 0; --l) parts.push_back({var(l), st_.loops[static_cast<size_t>(l)].extent});
+    unflatten(parts);
     for (int l = 0; l < par - 1; ++l) emit_level(l);
     after_open(par - 1, L, K);
     w_.close();
