@@ -32,6 +32,8 @@ std::vector<ValueId> outside_reads(const Graph& g, const std::vector<NodeId>& no
   return out;
 }
 
+bool is_integer_linear(const std::string& op) { return op == "ConvInteger" || op == "MatMulInteger"; }
+
 }  // namespace
 
 KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionRules& rules,
@@ -84,6 +86,14 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
   std::vector<NodeId> loop_nodes = c.nodes;
   if (c.linear > 0) {
     LinearMatchResult lm = match_linear(g, c.nodes, c.outputs);
+    if (!lm.ok && c.nodes.size() == 1 && is_integer_linear(g.nodes[static_cast<size_t>(c.nodes[0])].op_type)) {
+      // An integer linear primitive alone that the int8 kernels cannot run (uint8 weights, a zero
+      // point per row): the reference interpreter runs it, as it runs opaque operators.
+      PrintOptions po;
+      po.max_constant_elements = -1;
+      k.reference_graph = print_graph(kernel_subgraph(g, c), po);
+      return k;
+    }
     if (!lm.ok) {
       k.reason = lm.reason;
       return k;

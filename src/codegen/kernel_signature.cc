@@ -14,8 +14,9 @@ bool is_baked_constant(const Graph& g, ValueId v) {
   if (!val.is_constant()) return false;
   if (val.type.numel() <= 1) return true;
   DType d = val.type.dtype;
-  bool integer = d == DType::kInt64 || d == DType::kInt32 || d == DType::kInt8 || d == DType::kUInt8 ||
-                 d == DType::kBool || d == DType::kInt16 || d == DType::kUInt16;
+  // int8/uint8 tensors are quantized weights: library calls read them as arguments.
+  bool integer = d == DType::kInt64 || d == DType::kInt32 || d == DType::kBool || d == DType::kInt16 ||
+                 d == DType::kUInt16;
   return integer && val.type.numel() <= kMaxBakedIntegerConstant;
 }
 

@@ -6,8 +6,8 @@
 // Constants come in two kinds (one rule for every backend, is_baked_constant):
 //   * baked: scalars and integer tensors up to 4096 elements (Gather indices, Pad amounts) are
 //     part of the generated code; their values are part of the signature;
-//   * passed: every other constant (weights, biases) is a kernel argument like any input; only its
-//     type is part of the signature.
+//   * passed: every other constant (weights, biases; int8/uint8 tensors, which are quantized
+//     weights) is a kernel argument like any input; only its type is part of the signature.
 // Example: Conv(x, W1) -> Add(., Expand(b1)) -> Relu and the same with W2, b2 have one signature.
 #pragma once
 

@@ -294,7 +294,8 @@ LinearGeometry linear_geometry(const Graph& g, const Node& n) {
     if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) return {"ConvTranspose with a bias input (fission splits it off)"};
     return conv_transpose(g, n);
   }
-  if (n.op_type == "MatMul") return matmul(g, n);
+  if (n.op_type == "MatMul" || n.op_type == "MatMulInteger") return matmul(g, n);
+  if (n.op_type == "ConvInteger") return conv(g, n);  // inputs 2 and 3 are zero points, not a bias
   if (n.op_type == "Einsum") return einsum(g, n);
   return {fmt::format("{} is not supported by the oneDNN linear step", n.op_type)};
 }

@@ -18,7 +18,11 @@
 //   src_dims, weights_dims, dst_dims, [src_strides], [weights_strides], [dst_strides] (the last
 //                 for a channels-last Conv: dst and full-shape operands are NHWC memory)
 //   conv          {strides, dilations (oneDNN: d-1), pads_begin, pads_end, group}   (Conv-like)
-//   operands      [{role: src|weights|binary, dims, constant}]  (desc order = LinearMatch::operands)
+//   operands      [{role: src|weights|binary|src_zero_point, dims, constant}]  (desc order =
+//                 LinearMatch::operands)
+//   dtypes        {src: u8|s8, weights: s8, dst: s32} for ConvInteger / MatMulInteger (absent: f32),
+//                 which take no post-ops; src_zero_point: the operand holding x's zero point, or
+//                 src_zero_point_value: its value when it is a constant
 //   post_ops      [{type: eltwise, alg, alpha, beta} | {type: binary, alg, operand}]
 //   format        "auto" | "plain" | "blocked": layouts of src/dst for Conv-like ops (the
 //                 profiler may try both; auto = blocked, see cpu_linear_step.cc)
@@ -75,6 +79,8 @@ class Matcher {
   std::optional<Shape> dnnl_dims(const Shape& operand) const;
   bool fast_broadcast(const Shape& dims, const std::string& op) const;
   void add_operand(ValueId v, const std::string& role, const Shape& dims);
+  // ConvInteger / MatMulInteger: why oneDNN's int8 kernels cannot run it ("" when they can).
+  std::string integer_operands(const Node& ln) const;
 
   const Graph& g_;
   const std::vector<NodeId>& nodes_;
@@ -94,6 +100,18 @@ std::vector<NodeId> Matcher::readers(ValueId v) const {
 void Matcher::add_operand(ValueId v, const std::string& role, const Shape& dims) {
   chain_.operand_values.push_back(v);
   chain_.operands.push_back({{"role", role}, {"dims", dims}, {"constant", g_.value(v).is_constant()}});
+}
+
+std::string Matcher::integer_operands(const Node& ln) const {
+  const DType x = g_.type(ln.inputs[0]).dtype, w = g_.type(ln.inputs[1]).dtype;
+  if (x != DType::kUInt8 && x != DType::kInt8)
+    return fmt::format("{} on {} (int8 or uint8 only)", ln.op_type, dtype_name(x));
+  if (w != DType::kInt8)
+    return fmt::format("{} with {} weights (oneDNN's int8 kernels take int8 weights)", ln.op_type, dtype_name(w));
+  if (!weight_zero_point_is_zero(g_, ln)) return fmt::format("{} with a weight zero point", ln.op_type);
+  if (ln.inputs.size() > 2 && ln.inputs[2] != kNoValue && g_.type(ln.inputs[2]).numel() != 1)
+    return fmt::format("{} with a zero point per row (oneDNN: one value)", ln.op_type);
+  return "";
 }
 
 std::optional<double> Matcher::scalar_value(ValueId v) const {
@@ -296,21 +314,40 @@ LinearMatchResult Matcher::run() {
   }
   if (lin < 0) return {false, {}, "no linear primitive in the kernel"};
   const Node& ln = node(lin);
-  for (ValueId v : ln.inputs) {
+  const bool integer = ln.op_type == "ConvInteger" || ln.op_type == "MatMulInteger";
+  for (size_t i = 0; i < ln.inputs.size(); ++i) {
+    const ValueId v = ln.inputs[i];
     if (v == kNoValue) continue;
-    if (g_.type(v).dtype != DType::kFloat32)
+    if (!integer && g_.type(v).dtype != DType::kFloat32)
       return {false, {}, fmt::format("{} on {} (only f32 is supported)", ln.op_type, dtype_name(g_.type(v).dtype))};
     if (produced_inside(v))
       return {false, {}, fmt::format("an operand of {} is computed inside the kernel (no prologues)", ln.op_type)};
+  }
+  if (integer) {
+    if (std::string why = integer_operands(ln); !why.empty()) return {false, {}, why};
   }
   geo_ = linear_detail::linear_geometry(g_, ln);
   if (!geo_.reason.empty()) return {false, {}, geo_.reason};
   json d = geo_.fields;
   add_operand(ln.inputs[0], "src", geo_.src_dims);
   add_operand(ln.inputs[1], "weights", geo_.weights_dims);
+  if (integer) {
+    auto code = [&](ValueId v) { return g_.type(v).dtype == DType::kUInt8 ? "u8" : "s8"; };
+    d["dtypes"] = {{"src", code(ln.inputs[0])}, {"weights", "s8"}, {"dst", "s32"}};
+    // The src zero point (one value) is read at run time: DynamicQuantizeLinear computes it.
+    if (ln.inputs.size() > 2 && ln.inputs[2] != kNoValue) {
+      const Value& zp = g_.value(ln.inputs[2]);
+      if (zp.is_constant()) {  // a baked scalar: no argument
+        d["src_zero_point_value"] = zp.constant->to_int_vector().at(0);
+      } else {
+        d["src_zero_point"] = chain_.operands.size();
+        add_operand(ln.inputs[2], "src_zero_point", {1});
+      }
+    }
+  }
 
   ValueId r = ln.outputs[0];
-  while (!is_output(r)) {
+  while (!integer && !is_output(r)) {
     std::vector<NodeId> rd = readers(r);
     if (rd.size() == 1) {
       const Node& n = node(rd[0]);

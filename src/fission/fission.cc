@@ -13,6 +13,7 @@ const FissionRegistry& FissionRegistry::global() {
     register_reduce_fission(*reg);
     register_linear_fission(*reg);
     register_layout_fission(*reg);
+    register_quant_fission(*reg);
     return reg;
   }();
   return *r;
@@ -53,7 +54,15 @@ Graph fission(const Graph& in, FissionReport* report) {
     for (ValueId v : node.inputs) ins.push_back(v == kNoValue ? kNoValue : map[static_cast<size_t>(v)]);
     const FissionRule* rule = rules.find(node.op_type);
     bool primitive = primitive_kind(in, node) != PrimitiveKind::kOperator;
-    if (!rule || primitive) {
+    FissionBuilder b(out, node.name);
+    auto mapped = [&](ValueId v) { return v == kNoValue ? kNoValue : map[static_cast<size_t>(v)]; };
+    std::optional<std::vector<ValueId>> qdq;
+    try {
+      qdq = integer_linear_from_qdq(b, in, node, mapped);
+    } catch (const Error& e) {
+      rethrow_with_context(e, "fission of " + node_label(node, in.opset));
+    }
+    if (!qdq && (!rule || primitive)) {
       // A primitive (or an operator without a rule, kept whole as opaque): copied as is.
       if (!primitive) rep.kept_opaque[node.op_type]++;
       Node copy = node;
@@ -67,10 +76,9 @@ Graph fission(const Graph& in, FissionReport* report) {
       out.add_node(std::move(copy));
       continue;
     }
-    FissionBuilder b(out, node.name);
     std::vector<ValueId> outs;
     try {
-      outs = (*rule)(b, node, ins);
+      outs = qdq ? std::move(*qdq) : (*rule)(b, node, ins);
     } catch (const Error& e) {
       rethrow_with_context(e, "fission of " + node_label(node, in.opset));
     }

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,22 @@ struct FissionReport {
 
 Graph fission(const Graph& g, FissionReport* report = nullptr);
 
+// Conv / MatMul / Gemm whose activation is DequantizeLinear(int8 x) and whose weights are
+// DequantizeLinear(constant int8 w) (the QDQ format of onnxruntime's quantizer) as an integer
+// linear primitive on x and w plus one rescaling: Cast(ConvInteger(x, w, x_zero_point), f32) *
+// (x_scale * w_scale) + bias. What onnxruntime and OpenVINO run for such a graph; the float
+// graph's rounding differs (the integer sum is exact), so results move by float32 rounding, which
+// a later QuantizeLinear can turn into one quantum. `mapped` maps an input-graph value into b's
+// graph. nullopt: not that pattern (fission/quant.cc).
+std::optional<std::vector<ValueId>> integer_linear_from_qdq(FissionBuilder& b, const Graph& g, const Node& n,
+                                                           const std::function<ValueId(ValueId)>& mapped);
+
 // Families.
 void register_elementwise_fission(FissionRegistry& r);  // implicit broadcasting, Sum/Mean, Clip, PRelu...
 void register_norm_fission(FissionRegistry& r);         // Softmax family, Layer/Instance/Group/Batch norm, LRN...
 void register_reduce_fission(FissionRegistry& r);       // ReduceL1/L2/LogSum/..., global pools
 void register_linear_fission(FissionRegistry& r);       // Gemm, Conv/ConvTranspose/MatMul bias and broadcasting
 void register_layout_fission(FissionRegistry& r);       // Resize/Upsample, Dropout, ...
+void register_quant_fission(FissionRegistry& r);        // Quantize/DequantizeLinear, QLinearConv, ConvInteger...
 
 }  // namespace korch

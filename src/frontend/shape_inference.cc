@@ -39,7 +39,11 @@ void infer_shapes_and_fold(Graph& g, const std::string& model_path) {
       for (const Tensor* c : consts) in_elems += c ? c->numel() : 0;
       const bool grows = (node.op_type == "Expand" || node.op_type == "Tile") && out_elems > in_elems &&
                          out_elems > kMaxGrowingFoldElements;
-      if ((all_const || from_types) && def.foldable && !grows && out_elems <= kMaxFoldElements) {
+      // Quantized weights stay DequantizeLinear(int8 constant) until fission, which runs a linear
+      // operator on them as an int8 kernel (integer_linear_from_qdq) or folds them then.
+      const bool quantized_weights = node.op_type == "DequantizeLinear" && !types.empty() && types[0] &&
+                                     (types[0]->dtype == DType::kInt8 || types[0]->dtype == DType::kUInt8);
+      if ((all_const || from_types) && def.foldable && !grows && !quantized_weights && out_elems <= kMaxFoldElements) {
         std::vector<Tensor> outs =
             from_types ? def.fold_from_types(OpInferContext{node, g.opset, types, consts}) : eval_node(node, g.opset, consts);
         for (size_t k = 0; k < node.outputs.size(); ++k) {

@@ -22,17 +22,17 @@ NodeStats node_stats(const Graph& g, const Node& n) {
     }
   auto in = [&](int i) -> const TensorType& { return g.type(n.inputs.at(static_cast<size_t>(i))); };
   const std::string& op = n.op_type;
-  if (op == "Conv" || op == "ConvTranspose") {
+  if (op == "Conv" || op == "ConvTranspose" || op == "ConvInteger" || op == "QLinearConv") {
     // Each output (Conv) / input (ConvTranspose) element: C_in/group * prod(kernel) MACs.
-    const TensorType& w = in(1);
+    const TensorType& w = in(op == "QLinearConv" ? 3 : 1);
     double k = static_cast<double>(w.numel()) / static_cast<double>(w.shape[0]);  // C_in/g * kernel
-    if (op == "Conv") {
+    if (op != "ConvTranspose") {
       s.flops = 2.0 * out_elems * k;
     } else {
       double per_in = static_cast<double>(w.numel()) / static_cast<double>(n.attrs.get_int("group", 1));
       s.flops = 2.0 * static_cast<double>(in(0).numel()) / static_cast<double>(in(0).shape[1]) * per_in;
     }
-  } else if (op == "MatMul" || op == "Gemm") {
+  } else if (op == "MatMul" || op == "Gemm" || op == "MatMulInteger" || op == "QLinearMatMul") {
     const TensorType& a = in(0);
     int64_t kdim = a.shape.empty() ? 1 : a.shape.back();
     if (op == "Gemm" && n.attrs.get_int("transA", 0)) kdim = a.shape[0];

@@ -13,8 +13,7 @@ const std::set<std::string>& elementwise_ops() {
       "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Mish", "Softplus",
       "Softsign", "Gelu", "Shrink", "IsNaN", "IsInf", "Not", "Cast", "CastLike", "Add", "Sub", "Mul", "Div", "Pow",
       "Mod", "Max", "Min", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where",
-      "PRelu", "Clip", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Sum", "Mean",
-      "QuantizeLinear", "DequantizeLinear"};
+      "PRelu", "Clip", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Sum", "Mean"};
   return s;
 }
 const std::set<std::string>& reduce_ops() {
@@ -29,7 +28,7 @@ const std::set<std::string>& layout_ops() {
   return s;
 }
 const std::set<std::string>& linear_ops() {
-  static const std::set<std::string> s = {"MatMul", "Conv", "ConvTranspose", "Einsum"};
+  static const std::set<std::string> s = {"MatMul", "Conv", "ConvTranspose", "Einsum", "MatMulInteger", "ConvInteger"};
   return s;
 }
 // Operators that fission must split (they are not primitives under any shape condition).
@@ -38,7 +37,8 @@ const std::set<std::string>& composite_ops() {
       "Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
       "BatchNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN", "Gemm", "ReduceL1", "ReduceL2",
       "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
-      "Resize", "Upsample", "Dropout", "Constant", "Shape", "Size", "ConstantOfShape", "Range"};
+      "Resize", "Upsample", "Dropout", "Constant", "Shape", "Size", "ConstantOfShape", "Range",
+      "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul"};
   return s;
 }
 
@@ -56,6 +56,15 @@ bool operands_match_output(const Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+bool weight_zero_point_is_zero(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 4 || n.inputs[3] == kNoValue) return true;
+  const Value& zp = g.value(n.inputs[3]);
+  if (!zp.is_constant()) return false;
+  for (int64_t v : zp.constant->to_int_vector())
+    if (v != 0) return false;
+  return true;
+}
 
 const std::set<std::string>& elementwise_primitive_ops() { return elementwise_ops(); }
 
@@ -102,6 +111,10 @@ PrimitiveKind primitive_kind(const Graph& g, const Node& n) {
   if (linear_ops().count(op)) {
     // A bias makes Conv/ConvTranspose affine, not linear: fission splits off the bias Add.
     bool bias = (op == "Conv" || op == "ConvTranspose") && n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+    // ConvInteger / MatMulInteger are linear in (x - x_zero_point) and w; a nonzero weight zero
+    // point makes them operators: fission folds it into constant weights.
+    if (op == "ConvInteger" || op == "MatMulInteger") return weight_zero_point_is_zero(g, n) ? PrimitiveKind::kLinear
+                                                                                            : PrimitiveKind::kOperator;
     return bias ? PrimitiveKind::kOperator : PrimitiveKind::kLinear;
   }
   if (composite_ops().count(op)) return PrimitiveKind::kOperator;

@@ -21,7 +21,11 @@
 //   layout       index remapping only: Reshape, Transpose, Slice, Concat, Split, Pad, Gather with
 //                constant indices, DepthToSpace, SpaceToDepth, Tile, Identity, ...
 //   linear       MatMul, Conv and ConvTranspose without a bias, Einsum: linear in each input, go
-//                to a library (a Conv with a bias is affine: fission splits off the bias Add)
+//                to a library (a Conv with a bias is affine: fission splits off the bias Add).
+//                ConvInteger and MatMulInteger (int8 operands, int32 result) without a weight zero
+//                point: linear in (x - x_zero_point) and w. Quantized operators (QuantizeLinear,
+//                DequantizeLinear, DynamicQuantizeLinear, QLinearConv, QLinearMatMul) are split
+//                by fission into these plus elementwise scaling (fission/quant.cc)
 //   opaque       everything else (TopK, NonMaxSuppression, LSTM, GridSample...): kept whole
 //
 // A node that is none of these (Softmax, LayerNormalization, Gemm, an Add with implicit
@@ -44,6 +48,9 @@ const char* primitive_kind_name(PrimitiveKind k);
 // larger at stride 1, not 3x3).
 bool separable_max_pool(const Graph& g, const Node& n);
 PrimitiveKind primitive_kind(const Graph& g, const Node& n);
+// ConvInteger / MatMulInteger (inputs x, w, x_zero_point, w_zero_point): whether the weight zero
+// point is absent or a constant of zeros (then the node is a linear primitive).
+bool weight_zero_point_is_zero(const Graph& g, const Node& n);
 // The operators counted as elementwise primitives: every backend's loop kernels must cover them
 // or state why not (tests/codegen/loop_ops_test.cc checks it).
 const std::set<std::string>& elementwise_primitive_ops();

@@ -8,9 +8,15 @@ A small float model (Conv + Relu + MatMul, seeded weights) is quantized three wa
 written instead of fusing QDQ pairs into its own integer kernels) get the same seeded input. Every
 integer tensor (the quantized activations and the int32 accumulators, exposed as graph outputs) must
 agree exactly wherever its inputs agree exactly; the float output within 1e-4 relative L2. Then
-`korch compile --cost analytic` + `korch run --artifact` (the integer ops are opaque and run in the
-reference interpreter) must reproduce the reference run.
+`korch compile --cost analytic` + `korch run --artifact` must reproduce the reference run, with every
+kernel native: fission splits the quantized ops into int8 linear primitives (oneDNN) and
+elementwise loop kernels, and no kernel runs the reference interpreter. In the QDQ format the float
+Conv/MatMul on dequantized int8 operands runs as an int8 kernel too (fission's
+integer_linear_from_qdq), whose exact integer sum rounds differently from the float graph: the
+artifact is then checked against the reference within the float32 noise of the quantized output
+(one quantum at a rounding tie), and its integer kernels must be present.
 """
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -175,9 +181,26 @@ def test_quantized_model_matches_onnxruntime(kind, tmp_path):
     # The compiled artifact (analytic costs) on the same input reproduces the reference run.
     art = tmp_path / "art"
     korch("compile", model, "--cost", "analytic", "-o", art, env=env)
+    kernels = json.loads((art / "program.json").read_text())["kernels"]
+    reference = sorted(k["note"].split(" ")[0] for k in kernels if "reference_graph" in k["recipe"])
+    linear = [k for k in kernels if "linear" in k["recipe"] and "dtypes" in k["recipe"]["linear"]]
+    if kind == "dynamic":  # uint8 weights whose zero point does not fold into int8: oneDNN has no kernel
+        assert reference == ["ConvInteger", "MatMulInteger"] and not linear, f"reference: {reference}"
+    else:
+        assert not reference, f"kernels run by the reference interpreter: {reference}"
+        assert len(linear) == 2, f"{len(linear)} int8 library kernels (want the Conv and the MatMul)"
     out = tmp_path / "art_out"
     korch("run", "--artifact", art, "--inputs", ref, "--outputs", out, env=env)
     have = {name: np.load(out / npy(name)) for name in want}
-    check_exact(ops, inits, have, got, "artifact vs reference")
     assert have["y"].std() > 0
-    assert rel_l2(have["y"], y) <= TOL
+    if kind != "static_qdq":
+        check_exact(ops, inits, have, got, "artifact vs reference")
+        assert rel_l2(have["y"], y) <= TOL
+    else:  # the int8 Conv/MatMul replace float ones: quantized values may move by one quantum
+        for op, ins, outs in ops:
+            for t in outs:
+                d = np.abs(have[t].astype(np.int64) - got[t].astype(np.int64))
+                assert d.max() <= 1 and np.count_nonzero(d) <= max(1, d.size // 100), f"{op} {t}: {np.count_nonzero(d)} differ, max {d.max()}"
+        err = rel_l2(have["y"], y)
+        print(f"{kind}: artifact y relative L2 vs reference {err:.3g}")
+        assert err <= 1e-2

@@ -48,13 +48,23 @@ using dt = memory::data_type;
 
 memory::dims dims_of(const json& j) { return j.get<memory::dims>(); }
 
-memory::desc plain_desc(const memory::dims& d) {
+memory::desc plain_desc(const memory::dims& d, dt t = dt::f32) {
   memory::dims strides(d.size(), 1);
   for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * d[i];
-  return memory::desc(d, dt::f32, strides);
+  return memory::desc(d, t, strides);
 }
 
-memory::desc any_desc(const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); }
+memory::desc any_desc(const memory::dims& d, dt t = dt::f32) { return memory::desc(d, t, memory::format_tag::any); }
+
+dt data_type(const json& d, const char* role) {
+  if (!d.contains("dtypes")) return dt::f32;
+  const std::string t = d.at("dtypes").at(role).get<std::string>();
+  if (t == "u8") return dt::u8;
+  if (t == "s8") return dt::s8;
+  if (t == "s32") return dt::s32;
+  if (t == "f32") return dt::f32;
+  fail("linear step: unknown data type '{}'", t);
+}
 
 // oneDNN's fallbacks: its reference kernels and im2col + gemm, many times slower than a jit kernel
 // (the channels-last retry in DnnlLinearStep::build and dnnl_runs_channels_last).
@@ -175,6 +185,11 @@ class DnnlLinearStep final : public LinearStep {
   dnnl::stream stream_;
   std::vector<Binding> bindings_;
   std::unordered_map<int, memory> exec_args_;
+  // ConvInteger / MatMulInteger: x's zero point in the s32 memory oneDNN takes at run time; a
+  // constant is written once, else it is read from args[zp_slot_] (u8 or s8) each run.
+  int zp_slot_ = -1;
+  bool zp_unsigned_ = true;
+  memory zp_mem_;
   // A residual Add/Sub run as a sum post-op: copied (reordered) into the dst memory first.
   int sum_slot_ = -1;
   memory sum_user_;
@@ -239,9 +254,11 @@ void DnnlLinearStep::build(const json& d) {
   const bool conv = op == "Conv" || deconv;  // channels at dim 1, `conv` attributes
   if (!conv && op != "MatMul") fail_unsupported("linear step: unknown op '{}'", op);
   // User memory: row-major unless the description gives strides (a transposed view).
+  const dt src_t = data_type(d, "src"), wei_t = data_type(d, "weights"), dst_t = data_type(d, "dst");
   auto user_desc = [&](const char* role, const memory::dims& dims) {
     const std::string key = std::string(role) + "_strides";
-    return d.contains(key) ? memory::desc(dims, dt::f32, dims_of(d.at(key))) : plain_desc(dims);
+    const dt t = data_type(d, role);
+    return d.contains(key) ? memory::desc(dims, t, dims_of(d.at(key))) : plain_desc(dims, t);
   };
   const memory::desc src_user = user_desc("src", src), wei_user = user_desc("weights", wei);
   const memory::desc dst_user = user_desc("dst", dst);
@@ -298,14 +315,16 @@ void DnnlLinearStep::build(const json& d) {
     }
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
+    if (d.contains("src_zero_point") || d.contains("src_zero_point_value"))
+      attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     return attr;
   };
 
   // MatMul reads strided activations in place unless oneDNN then falls back to its reference
   // kernel (many times slower than a reorder to row-major per run): see the retry below.
-  memory::desc src_md = blocked ? any_desc(src) : src_user;
-  memory::desc wei_md = weights_const ? any_desc(wei) : wei_user;
-  memory::desc dst_md = blocked ? any_desc(dst) : dst_user;
+  memory::desc src_md = blocked ? any_desc(src, src_t) : src_user;
+  memory::desc wei_md = weights_const ? any_desc(wei, wei_t) : wei_user;
+  memory::desc dst_md = blocked ? any_desc(dst, dst_t) : dst_user;
   memory::desc bias_md;
   if (bias_operand >= 0) {
     memory::dims bd = conv ? memory::dims{dst[1]} : memory::dims(dst.size(), 1);
@@ -350,17 +369,17 @@ void DnnlLinearStep::build(const json& d) {
         blocked = true;
       }
       if (blocked) {
-        src_md = any_desc(src);
-        dst_md = any_desc(dst);
+        src_md = any_desc(src, src_t);
+        dst_md = any_desc(dst, dst_t);
       }
     }
     if (blocked && has_full)  // the layout the kernel picks for dst without post-ops
       full_md = make_pd(make_attr(full_md, false)).query_md(dnnl::query::dst_md, 0);
     if (!channels_last || format != "auto" || blocked) pd_ = make_pd(make_attr(full_md, true));
-    const bool strided = src_md != plain_desc(src) || wei_md != plain_desc(wei);
+    const bool strided = src_md != plain_desc(src, src_t) || wei_md != plain_desc(wei, wei_t);
     if (!conv && strided && std::string(pd_.impl_info_str()).find("ref") != std::string::npos) {
-      src_md = plain_desc(src);
-      if (!weights_const) wei_md = plain_desc(wei);
+      src_md = plain_desc(src, src_t);
+      if (!weights_const) wei_md = plain_desc(wei, wei_t);
       pd_ = make_pd(make_attr(full_md, true));
     }
     prim_ = dnnl::primitive(pd_);
@@ -380,6 +399,13 @@ void DnnlLinearStep::build(const json& d) {
          operand_dims(k) == dst ? full_md : md, false, operand_const);
   }
   bind(DNNL_ARG_DST, result_slot, dst_user, dst_chosen, true, false);
+  if (d.contains("src_zero_point") || d.contains("src_zero_point_value")) {
+    zp_mem_ = memory(memory::desc({1}, dt::s32, memory::format_tag::a), cpu_engine());
+    *static_cast<int32_t*>(zp_mem_.get_data_handle()) = d.value("src_zero_point_value", 0);
+    if (d.contains("src_zero_point")) zp_slot_ = slots.at(d.at("src_zero_point").get<size_t>());
+    zp_unsigned_ = src_t == dt::u8;
+    exec_args_[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_mem_;
+  }
   if (sum_op >= 0) {
     const int k = ops[static_cast<size_t>(sum_op)].at("operand").get<int>();
     sum_slot_ = slots[static_cast<size_t>(k)];
@@ -418,6 +444,11 @@ void DnnlLinearStep::run(void* const* args) {
     if (!b.inner || (b.once && b.reordered_from == p)) continue;
     b.reorder.execute(stream_, b.user, b.inner);
     b.reordered_from = p;
+  }
+  if (zp_slot_ >= 0) {
+    const void* p = args[zp_slot_];
+    *static_cast<int32_t*>(zp_mem_.get_data_handle()) =
+        zp_unsigned_ ? static_cast<int32_t>(*static_cast<const uint8_t*>(p)) : static_cast<int32_t>(*static_cast<const int8_t*>(p));
   }
   if (sum_slot_ >= 0 && sum_in_layout_) {
     const memory& dst = exec_args_.at(DNNL_ARG_DST);
