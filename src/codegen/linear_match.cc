@@ -20,10 +20,14 @@
 //   conv          {strides, dilations (oneDNN: d-1), pads_begin, pads_end, group}   (Conv-like)
 //   operands      [{role: src|weights|binary|src_zero_point, dims, constant}]  (desc order =
 //                 LinearMatch::operands)
-//   dtypes        {src: u8|s8, weights: s8, dst: s32} for ConvInteger / MatMulInteger (absent: f32),
-//                 which take no post-ops; src_zero_point: the operand holding x's zero point, or
-//                 src_zero_point_value: its value when it is a constant
-//   post_ops      [{type: eltwise, alg, alpha, beta} | {type: binary, alg, operand}]
+//   dtypes        {src: u8|s8, weights: s8, dst: s32|f32|u8|s8} for ConvInteger / MatMulInteger
+//                 (absent: all f32); src_zero_point: the operand holding x's zero point, or
+//                 src_zero_point_value: its value when it is a constant. An int8 step's chain:
+//                 Cast to f32 + Mul by a constant = output_scales (+ output_scales_mask: 0 or the
+//                 channel bit), then float post-ops (no full-shape operand), then a per-tensor
+//                 QuantizeLinear = an int8 dst
+//   post_ops      [{type: eltwise, alg, alpha, beta} | {type: binary, alg, operand | value}]
+//                 (value: a single constant, held by the step; int8 steps divide by one exactly)
 //   format        "auto" | "plain" | "blocked": layouts of src/dst for Conv-like ops (the
 //                 profiler may try both; auto = blocked, see cpu_linear_step.cc)
 //   operand_slots, result_slot   -1 here; args[] positions filled by the caller
@@ -81,10 +85,22 @@ class Matcher {
   void add_operand(ValueId v, const std::string& role, const Shape& dims);
   // ConvInteger / MatMulInteger: why oneDNN's int8 kernels cannot run it ("" when they can).
   std::string integer_operands(const Node& ln) const;
+  // The kernel node that alone reads v (v not a kernel output), or -1.
+  NodeId sole_reader(ValueId v) const;
+  // Integer result r: Cast(r, f32) then Mul by a constant per tensor or per output channel becomes
+  // oneDNN's output scales (the same float(acc) * scale). Returns the chain value (r if none).
+  ValueId integer_scale(ValueId r, json& d);
+  // After the float post-ops of an int8 step: a per-tensor QuantizeLinear to int8/uint8 with a
+  // zero point of 0 becomes a division post-op and oneDNN's rounding (half to even), saturating
+  // conversion to an int8 dst: exactly the interpreter's result. (A nonzero zero point would be
+  // added before rounding, in float: round(q + zp) is not round(q) + zp at ties and when the sum
+  // rounds, so such a QuantizeLinear stays a loop kernel.) True and r moved to its output if so.
+  bool quantize_tail(ValueId& r);
 
   const Graph& g_;
   const std::vector<NodeId>& nodes_;
   const std::vector<ValueId>& outputs_;
+  bool integer_ = false;  // an int8 step: no full-shape binary (its dst is not f32)
   linear_detail::LinearGeometry geo_;  // of the linear node; the chain keeps its output shape
   Chain chain_;
 };
@@ -114,7 +130,65 @@ std::string Matcher::integer_operands(const Node& ln) const {
   return "";
 }
 
+NodeId Matcher::sole_reader(ValueId v) const {
+  if (is_output(v)) return -1;
+  std::vector<NodeId> rd = readers(v);
+  return rd.size() == 1 ? rd[0] : -1;
+}
+
+ValueId Matcher::integer_scale(ValueId r, json& d) {
+  const NodeId c = sole_reader(r);
+  if (c < 0 || node(c).op_type != "Cast" || g_.type(node(c).outputs[0]).dtype != DType::kFloat32) return r;
+  const ValueId f = node(c).outputs[0];
+  const NodeId m = sole_reader(f);
+  if (m < 0 || node(m).op_type != "Mul" || node(m).inputs.size() != 2) return r;
+  ValueId other = node(m).inputs[0] == f ? node(m).inputs[1] : node(m).inputs[0];
+  if (other == f) return r;
+  NodeId expand = -1;
+  if (produced_inside(other)) {
+    const Node& e = node(g_.value(other).producer);
+    if (e.op_type != "Expand") return r;
+    expand = g_.value(other).producer;
+    other = e.inputs[0];
+  }
+  const Value& ov = g_.value(other);
+  if (!ov.is_constant() || ov.type.dtype != DType::kFloat32) return r;
+  auto dims = dnnl_dims(ov.type.shape);
+  if (!dims) return r;
+  const size_t channel = geo_.channel_first ? 1 : dims->size() - 1;
+  int mask = 0;
+  if (ov.type.numel() > 1) {
+    for (size_t i = 0; i < dims->size(); ++i)
+      if ((*dims)[i] != (i == channel ? geo_.dnnl_dst[i] : 1)) return r;
+    mask = 1 << channel;
+  }
+  const float* v = ov.constant->data<float>();
+  d["output_scales"] = std::vector<float>(v, v + ov.type.numel());
+  d["output_scales_mask"] = mask;
+  chain_.absorbed.push_back(c);
+  chain_.absorbed.push_back(m);
+  if (expand >= 0) chain_.expands.push_back(expand);
+  return node(m).outputs[0];
+}
+
+bool Matcher::quantize_tail(ValueId& r) {
+  const NodeId n = sole_reader(r);
+  if (n < 0 || node(n).op_type != "QuantizeLinear" || node(n).inputs[0] != r ||
+      primitive_kind(g_, node(n)) != PrimitiveKind::kElementwise)
+    return false;
+  const Node& q = node(n);
+  const DType to = g_.type(q.outputs[0]).dtype;
+  auto scale = scalar_value(q.inputs[1]);
+  const bool zp = q.inputs.size() > 2 && q.inputs[2] != kNoValue && g_.value(q.inputs[2]).constant->get_as_double(0) != 0;
+  if ((to != DType::kUInt8 && to != DType::kInt8) || !scale || zp) return false;
+  chain_.post_ops.push_back({{"type", "binary"}, {"alg", "div"}, {"value", *scale}});
+  chain_.absorbed.push_back(n);
+  r = q.outputs[0];
+  return true;
+}
+
 std::optional<double> Matcher::scalar_value(ValueId v) const {
+  if (v == kNoValue) return std::nullopt;
   const Value& val = g_.value(v);
   if (!val.is_constant() || val.type.numel() != 1 || !is_float(val.type.dtype)) return std::nullopt;
   return val.constant->get_as_double(0);
@@ -153,11 +227,14 @@ bool Matcher::fast_broadcast(const Shape& dims, const std::string& op) const {
   for (size_t i = 0; i < r; ++i)
     if (dims[i] != 1) ++non_unit, last = i;
   if (non_unit == 0) return true;
+  if (dims == geo_.dnnl_dst && integer_) return false;
   if (dims == geo_.dnnl_dst) {
     if (!geo_.channel_first) return true;
     if (op != "Add" && op != "Sub") return false;
     for (const json& o : chain_.post_ops)  // one sum per primitive
-      if (o.at("type") == "binary" && chain_.operands.at(o.at("operand").get<size_t>()).at("dims") == dims) return false;
+      if (o.at("type") == "binary" && o.contains("operand") &&
+          chain_.operands.at(o.at("operand").get<size_t>()).at("dims") == dims)
+        return false;
     return true;
   }
   return non_unit == 1 && last == (geo_.channel_first ? 1 : r - 1);
@@ -238,6 +315,8 @@ bool Matcher::binary(const Node& n, ValueId r, json& ops) {
     if (t == "Add") lin(1, v);
     else if (t == "Mul") lin(v, 0);
     else if (t == "Sub") r_first ? lin(1, -v) : lin(-1, v);
+    else if (t == "Div" && r_first && integer_)  // exact division: an int8 dst rounds the quotient
+      ops.push_back({{"type", "binary"}, {"alg", "div"}, {"value", v}});
     else if (t == "Div" && r_first) lin(1.0 / v, 0);
     else if (t == "Div") ops.push_back({{"type", "eltwise"}, {"alg", "pow"}, {"alpha", v}, {"beta", -1.0}});
     else if (t == "Max") ops.push_back({{"type", "eltwise"}, {"alg", "clip"}, {"alpha", v}, {"beta", std::numeric_limits<float>::max()}});
@@ -347,7 +426,10 @@ LinearMatchResult Matcher::run() {
   }
 
   ValueId r = ln.outputs[0];
-  while (!integer && !is_output(r)) {
+  integer_ = integer;
+  // An int8 step takes float post-ops only after its output scales (the accumulator is int32).
+  const bool scaled = !integer || (r = integer_scale(r, d)) != ln.outputs[0];
+  while (scaled && !is_output(r)) {
     std::vector<NodeId> rd = readers(r);
     if (rd.size() == 1) {
       const Node& n = node(rd[0]);
@@ -373,6 +455,9 @@ LinearMatchResult Matcher::run() {
     }
     break;
   }
+  if (integer && scaled) quantize_tail(r);
+  if (integer) d["dtypes"]["dst"] = g_.type(r).dtype == DType::kUInt8 ? "u8" : g_.type(r).dtype == DType::kInt8 ? "s8"
+                                  : g_.type(r).dtype == DType::kFloat32 ? "f32" : "s32";
   // An Expand is absorbed when every kernel reader of it is absorbed and nobody else needs it.
   std::vector<NodeId> absorbed = chain_.absorbed;
   for (NodeId e : chain_.expands) {

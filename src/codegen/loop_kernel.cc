@@ -33,7 +33,7 @@ const std::set<std::string>& supported_ops() {
       "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not", "Cast", "CastLike",
       "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Identity", "Gelu",
       "Mish", "Elu", "Selu", "Celu", "Softsign", "PRelu", "ThresholdedRelu", "Shrink", "Sign", "Mod", "IsNaN",
-      "Asinh", "Acosh", "Atanh", "IsInf",
+      "Asinh", "Acosh", "Atanh", "IsInf", "QuantizeLinear", "DequantizeLinear",
       // broadcast / layout
       "Expand", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Concat", "Split", "Gather",
       "Pad", "Tile", "DepthToSpace", "SpaceToDepth", "Dropout",

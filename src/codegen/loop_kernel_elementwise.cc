@@ -209,6 +209,29 @@ int StageBuilder::elementwise_value(const Node& n, const std::vector<int>& idx) 
     if (hi_e >= 0) v = e_select(e_binary(Fn::kGt, v, hi_e), hi_e, v);
     return v;
   }
+  // Per-tensor quantization (a scalar scale and zero point; other layouts are split by fission,
+  // fission/quant.cc), computed as the interpreter does: y = saturate(round_half_even(x / s) + zp),
+  // NaN to the zero point; x = float(int(q) - int(zp)) * s.
+  if (op == "QuantizeLinear") {
+    if (in_dt != DType::kFloat32) unsupported(fmt::format("{}: element type {} is not supported", node_ref(n), dtype_name(in_dt)));
+    const int q = e_binary(Fn::kDiv, x, operand(1));
+    int r = e_unary(Fn::kRound, e_select(e_unary(Fn::kIsNaN, q), c(0), q));
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) r = e_binary(Fn::kAdd, r, e_cast(in_dt, operand(2)));
+    const bool u8 = out_dt == DType::kUInt8;
+    if (!u8 && out_dt != DType::kInt8 && out_dt != DType::kUInt16 && out_dt != DType::kInt16)
+      unsupported(fmt::format("{}: output type {} is not supported", node_ref(n), dtype_name(out_dt)));
+    const double lo = u8 || out_dt == DType::kUInt16 ? 0 : out_dt == DType::kInt8 ? -128 : -32768;
+    const double hi = u8 ? 255 : out_dt == DType::kInt8 ? 127 : out_dt == DType::kUInt16 ? 65535 : 32767;
+    r = e_select(e_binary(Fn::kLt, r, c(lo)), c(lo), r);
+    r = e_select(e_binary(Fn::kGt, r, c(hi)), c(hi), r);
+    return e_cast(out_dt, r);
+  }
+  if (op == "DequantizeLinear") {
+    if (out_dt != DType::kFloat32) unsupported(fmt::format("{}: output type {} is not supported", node_ref(n), dtype_name(out_dt)));
+    int v = e_cast(DType::kInt32, x);
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) v = e_binary(Fn::kSub, v, e_cast(DType::kInt32, operand(2)));
+    return e_binary(Fn::kMul, e_cast(DType::kFloat32, v), operand(1));
+  }
   unsupported(fmt::format("{} has no loop-kernel emitter", node_ref(n)));
 }
 

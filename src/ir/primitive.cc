@@ -13,7 +13,8 @@ const std::set<std::string>& elementwise_ops() {
       "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Mish", "Softplus",
       "Softsign", "Gelu", "Shrink", "IsNaN", "IsInf", "Not", "Cast", "CastLike", "Add", "Sub", "Mul", "Div", "Pow",
       "Mod", "Max", "Min", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where",
-      "PRelu", "Clip", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Sum", "Mean"};
+      "PRelu", "Clip", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Sum", "Mean",
+      "QuantizeLinear", "DequantizeLinear"};
   return s;
 }
 const std::set<std::string>& reduce_ops() {
@@ -38,7 +39,7 @@ const std::set<std::string>& composite_ops() {
       "BatchNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN", "Gemm", "ReduceL1", "ReduceL2",
       "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool",
       "Resize", "Upsample", "Dropout", "Constant", "Shape", "Size", "ConstantOfShape", "Range",
-      "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul"};
+      "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul"};
   return s;
 }
 
@@ -53,6 +54,23 @@ bool operands_match_output(const Graph& g, const Node& n) {
     return false;
   }
   return true;
+}
+
+// QuantizeLinear / DequantizeLinear per tensor (scalar constant scale and zero point) between
+// float32 and 8/16-bit integers: one elementwise expression in the loop kernels. Other layouts and
+// types are operators (fission/quant.cc splits or keeps them), and so are quantized constants
+// (weights), which fission folds.
+bool quantize_elementwise(const Graph& g, const Node& n) {
+  if (!operands_match_output(g, n) || n.attrs.get_int("block_size", 0) > 0 || n.inputs.size() < 2) return false;
+  bool all_constant = true;
+  for (ValueId v : n.inputs) all_constant &= v == kNoValue || g.value(v).is_constant();
+  auto narrow = [](DType t) {
+    return t == DType::kUInt8 || t == DType::kInt8 || t == DType::kUInt16 || t == DType::kInt16;
+  };
+  const DType x = g.type(n.inputs[0]).dtype, y = g.type(n.outputs[0]).dtype, s = g.type(n.inputs[1]).dtype;
+  if (all_constant || s != DType::kFloat32 || !g.value(n.inputs[1]).is_constant()) return false;
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue && !g.value(n.inputs[2]).is_constant()) return false;
+  return n.op_type == "QuantizeLinear" ? x == DType::kFloat32 && narrow(y) : narrow(x) && y == DType::kFloat32;
 }
 
 }  // namespace
@@ -98,6 +116,8 @@ bool separable_max_pool(const Graph& g, const Node& n) {
 PrimitiveKind primitive_kind(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
   if (separable_max_pool(g, n)) return PrimitiveKind::kOperator;
+  if (op == "QuantizeLinear" || op == "DequantizeLinear")
+    return quantize_elementwise(g, n) ? PrimitiveKind::kElementwise : PrimitiveKind::kOperator;
   if (elementwise_ops().count(op))
     return operands_match_output(g, n) ? PrimitiveKind::kElementwise : PrimitiveKind::kOperator;
   if (op == "Expand") return PrimitiveKind::kBroadcast;

@@ -23,9 +23,11 @@
 //   linear       MatMul, Conv and ConvTranspose without a bias, Einsum: linear in each input, go
 //                to a library (a Conv with a bias is affine: fission splits off the bias Add).
 //                ConvInteger and MatMulInteger (int8 operands, int32 result) without a weight zero
-//                point: linear in (x - x_zero_point) and w. Quantized operators (QuantizeLinear,
-//                DequantizeLinear, DynamicQuantizeLinear, QLinearConv, QLinearMatMul) are split
-//                by fission into these plus elementwise scaling (fission/quant.cc)
+//                point: linear in (x - x_zero_point) and w. QuantizeLinear / DequantizeLinear per
+//                tensor (constant scalar scale and zero point) are elementwise; the other
+//                quantized operators (per-axis or computed scales, DynamicQuantizeLinear,
+//                QLinearConv, QLinearMatMul) are split by fission into these plus elementwise
+//                scaling (fission/quant.cc)
 //   opaque       everything else (TopK, NonMaxSuppression, LSTM, GridSample...): kept whole
 //
 // A node that is none of these (Softmax, LayerNormalization, Gemm, an Add with implicit

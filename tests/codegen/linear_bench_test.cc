@@ -181,6 +181,43 @@ TEST(LinearBench, DISABLED_ConvEpilogues) {
   }
 }
 
+Attributes attrs_to(int64_t onnx_type) {  // Cast's `to`: 1 float, 2 uint8
+  Attributes a;
+  a.set("to", onnx_type);
+  return a;
+}
+
+// An int8 convolution (QDQ resnet18 shapes) with fission's epilogues absorbed step by step: the
+// int32 accumulator alone, output scales (f32 dst), + per-channel bias, + the QuantizeLinear tail
+// (uint8 dst, the next convolution's input), blocked.
+TEST(LinearBench, DISABLED_Int8Epilogues) {
+  for (int c : {64, 256}) {
+    const int64_t hw = c == 64 ? 56 : 14;
+    std::vector<Prepared> ps;
+    for (int k = 0; k < 4; ++k) {
+      Builder b;
+      ValueId x = b.g.add_input("x", {DType::kUInt8, {1, c, hw, hw}});
+      ValueId w = b.g.add_constant("w", random_tensor({DType::kInt8, {c, c, 3, 3}}, b.rng));
+      ValueId zp = b.g.add_constant("zp", Tensor::scalar<uint8_t>(120));
+      ValueId y = b.op("ConvInteger", {x, w, zp}, attrs({{"pads", {1, 1, 1, 1}}}));
+      if (k >= 1) y = b.op("Mul", {b.op("Cast", {y}, attrs_to(1)), b.scalar(0.0004f)});
+      if (k >= 2) y = b.bias(y);
+      if (k >= 3) {
+        y = b.op("Round", {b.op("Div", {y, b.scalar(0.05f)})});
+        y = b.op("Clip", {b.op("Add", {y, b.scalar(128.f)}), b.scalar(0.f), b.scalar(255.f)});
+        b.op("Cast", {y}, attrs_to(2));
+      }
+      ps.push_back(prepare(b, "blocked"));
+    }
+    std::vector<Timing> t = time_interleaved(ps);
+    const char* names[] = {"int32", "scales (f32)", "scales+bias (f32)", "scales+bias+quantize (u8)"};
+    for (int k = 0; k < 4; ++k)
+      std::printf("int8 3x3 %dc %ldx%ld %-26s %8.3f ms %8.3f cpu-ms  %s\n", c, static_cast<long>(hw), static_cast<long>(hw),
+                  names[k], t[static_cast<size_t>(k)].ms, t[static_cast<size_t>(k)].cpu_ms,
+                  t[static_cast<size_t>(k)].impl.c_str());
+  }
+}
+
 // Which implementation oneDNN picks for each broadcast shape of a binary post-op operand.
 TEST(LinearBench, DISABLED_BroadcastImpls) {
   const Shape conv_shapes[] = {{1, 32, 1, 1}, {1, 1, 14, 14}, {1, 32, 14, 14}, {1, 1, 1, 14}, {1, 1, 1, 1}};

@@ -81,6 +81,18 @@ std::vector<LoopCase> op_cases() {
   cs.push_back(single("Clip_max_only", {5, 9}, [](GraphBuilder& b, ValueId x) {
     return b.node("Clip", {x, kNoValue, b.scalar(0.5f)});
   }));
+  // Per-tensor quantization: saturation at both ends (x scaled past the range), ties rounded to
+  // even, the zero point added after rounding; and back.
+  cs.push_back(single("QuantizeLinear_uint8", {6, 40}, [](GraphBuilder& b, ValueId x) {
+    return b.node("QuantizeLinear", {b.node("Mul", {x, b.scalar(12.f)}), b.scalar(0.05f),
+                                     b.constant(Tensor::scalar<uint8_t>(131))});
+  }));
+  cs.push_back(single("QuantizeLinear_ties_int8_Dequantize", {6, 40}, [](GraphBuilder& b, ValueId x) {
+    // Round(x * 8) / 4 is a multiple of 0.25: x / 0.5 lands on .5 ties.
+    ValueId t = b.node("Div", {b.node("Round", {b.node("Mul", {x, b.scalar(8.f)})}), b.scalar(4.f)});
+    ValueId q = b.node("QuantizeLinear", {t, b.scalar(0.5f), b.constant(Tensor::scalar<int8_t>(-3))});
+    return b.node("DequantizeLinear", {q, b.scalar(0.5f), b.constant(Tensor::scalar<int8_t>(-3))});
+  }));
   cs.push_back(single("Add_scalar_const", {5, 9}, [](GraphBuilder& b, ValueId x) { return b.node("Add", {x, b.scalar(2.5f)}); }));
   cs.push_back(single("Where_Less_Cast", {6, 7}, [](GraphBuilder& b, ValueId x) {
     ValueId c = b.node("Less", {x, b.scalar(0.f)});

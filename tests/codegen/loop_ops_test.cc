@@ -54,6 +54,8 @@ TEST(LoopKernel, EveryElementwisePrimitiveHasAKernelOrAStatedFallback) {
       else if (op == "Where") y = b.node(op, {b.input("c", DType::kBool, s), f("x"), f("y")});
       else if (op == "Cast") y = b.node(op, {f("x")}, attrs({{"to", int64_t{7}}}));
       else if (op == "Clip") y = b.node(op, {f("x"), b.scalar(-0.5f), b.scalar(0.5f)});
+      else if (op == "QuantizeLinear") y = b.node(op, {f("x"), b.scalar(0.1f)});
+      else if (op == "DequantizeLinear") y = b.node(op, {b.input("q", DType::kInt8, s), b.scalar(0.1f)});
       else if (std::set<std::string>{"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal",
                                      "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "PRelu", "CastLike"}
                    .count(op))

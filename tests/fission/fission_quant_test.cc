@@ -29,14 +29,16 @@ TEST(FissionQuant, DequantizePerTensorAndPerAxis) {
   for (DType t : {DType::kUInt8, DType::kInt8}) {
     Graph g = single_op_graph("DequantizeLinear", {in(t, {2, 3, 4, 5}), cst(Tensor::scalar<float>(0.037f)),
                                                    cst(random_const(t, {}, 3))});
-    Graph p = expect_fission_equivalent(g, 0.0);
-    EXPECT_EQ(count_op(p, "Mul"), 1);
+    Graph p = expect_fission_equivalent(g, 0.0);  // per tensor, constant parameters: one elementwise primitive
+    ASSERT_EQ(count_op(p, "DequantizeLinear"), 1);
+    EXPECT_EQ(primitive_kind(p, p.nodes[0]), PrimitiveKind::kElementwise);
     Graph ga = single_op_graph("DequantizeLinear", {in(t, {2, 3, 4, 5}), cst(scales({0.5f, 0.013f, 7.f})),
                                                     cst(random_const(t, {3}, 4))},
                                axis_attr(1), 13);
     expect_fission_equivalent(ga, 0.0);
-    // No zero point; the scale an input.
-    expect_fission_equivalent(single_op_graph("DequantizeLinear", {in(t, {6, 7}), in({})}), 0.0);
+    // No zero point; the scale an input: split.
+    Graph ps = expect_fission_equivalent(single_op_graph("DequantizeLinear", {in(t, {6, 7}), in({})}), 0.0);
+    EXPECT_EQ(count_op(ps, "Mul"), 1);
   }
 }
 

@@ -276,7 +276,8 @@ void DnnlLinearStep::build(const json& d) {
   size_t first = 0;
   int bias_operand = -1;
   const size_t channel_dim = conv ? 1 : dst.size() - 1;
-  if (!ops.empty() && ops[0].at("type") == "binary" && ops[0].at("alg") == "add") {
+  // (Not for an int8 step: its bias is an f32 post-op after the output scales.)
+  if (!d.contains("dtypes") && !ops.empty() && ops[0].at("type") == "binary" && ops[0].at("alg") == "add") {
     const int k = ops[0].at("operand").get<int>();
     if (is_per_channel(dims_of(operands.at(static_cast<size_t>(k)).at("dims")), dst, channel_dim)) {
       bias_operand = k;
@@ -291,14 +292,16 @@ void DnnlLinearStep::build(const json& d) {
   // per run; plain until known).
   auto operand_dims = [&](int k) { return dims_of(operands.at(static_cast<size_t>(k)).at("dims")); };
   int sum_op = -1;
-  for (size_t i = first; (blocked || channels_last) && i < ops.size() && sum_op < 0; ++i)
+  for (size_t i = first; (blocked || channels_last) && dst_t == dt::f32 && i < ops.size() && sum_op < 0; ++i)
     if (ops[i].at("type") == "binary" && (ops[i].at("alg") == "add" || ops[i].at("alg") == "sub") &&
-        operand_dims(ops[i].at("operand").get<int>()) == dst)
+        ops[i].contains("operand") && operand_dims(ops[i].at("operand").get<int>()) == dst)
       sum_op = static_cast<int>(i);
   std::vector<std::pair<int, int>> binary_args;  // (post-op index, operand)
+  std::vector<std::pair<int, float>> value_args;  // (post-op index, constant)
   auto make_attr = [&](const memory::desc& full_md, bool with_post_ops) {
     dnnl::post_ops po;
     binary_args.clear();
+    value_args.clear();
     for (size_t i = first; with_post_ops && i < ops.size(); ++i) {
       const json& o = ops[i];
       if (o.at("type") == "eltwise") {
@@ -306,6 +309,9 @@ void DnnlLinearStep::build(const json& d) {
                           o.at("beta").get<float>());
       } else if (static_cast<int>(i) == sum_op) {
         po.append_sum(o.at("alg") == "add" ? 1.0f : -1.0f);
+      } else if (o.contains("value")) {  // a single constant the step holds
+        po.append_binary(binary_alg(o.at("alg").get<std::string>()), plain_desc(memory::dims(dst.size(), 1)));
+        value_args.emplace_back(static_cast<int>(i - first), o.at("value").get<float>());
       } else {
         const int k = o.at("operand").get<int>();
         po.append_binary(binary_alg(o.at("alg").get<std::string>()),
@@ -317,6 +323,8 @@ void DnnlLinearStep::build(const json& d) {
     attr.set_post_ops(po);
     if (d.contains("src_zero_point") || d.contains("src_zero_point_value"))
       attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (d.contains("output_scales"))
+      attr.set_output_scales(d.at("output_scales_mask").get<int>(), d.at("output_scales").get<std::vector<float>>());
     return attr;
   };
 
@@ -358,7 +366,7 @@ void DnnlLinearStep::build(const json& d) {
   try {
     bool has_full = false;
     for (size_t i = first; i < ops.size(); ++i)
-      has_full |= static_cast<int>(i) != sum_op && ops[i].at("type") == "binary" &&
+      has_full |= static_cast<int>(i) != sum_op && ops[i].at("type") == "binary" && ops[i].contains("operand") &&
                   operand_dims(ops[i].at("operand").get<int>()) == dst;
     if (channels_last && format == "auto") {
       // On the user's NHWC memory unless oneDNN has only its reference or im2col-gemm kernel for it.
@@ -397,6 +405,11 @@ void DnnlLinearStep::build(const json& d) {
     const bool operand_const = operands.at(static_cast<size_t>(k)).at("constant").get<bool>();
     bind(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, slots[static_cast<size_t>(k)], md,
          operand_dims(k) == dst ? full_md : md, false, operand_const);
+  }
+  for (auto [index, v] : value_args) {
+    memory m(plain_desc(memory::dims(dst.size(), 1)), cpu_engine());
+    *static_cast<float*>(m.get_data_handle()) = v;
+    exec_args_[DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1] = m;
   }
   bind(DNNL_ARG_DST, result_slot, dst_user, dst_chosen, true, false);
   if (d.contains("src_zero_point") || d.contains("src_zero_point_value")) {
