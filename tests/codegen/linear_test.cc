@@ -505,3 +505,30 @@ TEST(LinearMatch, Reasons) {
 
 }  // namespace
 }  // namespace korch::cpu
+
+namespace korch::cpu {
+namespace {
+
+// An int8 QDQ convolution's chain (linear_match.cc: output scales, bias, QuantizeLinear with zero
+// point 0 as a uint8 dst) on a channel-reducing 1x1 convolution, which the "auto" layout rule ran
+// as NCHW for f32: oneDNN has only ref_int8 there (squeezenet1_0: 1000x slower). Exact and jit.
+TEST(LinearConv, Int8PointwiseWithEpilogueIsExactAndJit) {
+  using namespace linear_test;
+  Builder b;
+  ValueId x = b.g.add_input("x", {DType::kUInt8, {1, 96, 9, 9}});
+  ValueId w = b.g.add_constant("w", random_tensor({DType::kInt8, {24, 96, 1, 1}}, b.rng));
+  ValueId y = b.op("ConvInteger", {x, w, b.g.add_constant("xzp", Tensor::scalar<uint8_t>(120))});
+  Attributes to_f32;
+  to_f32.set("to", int64_t{1});
+  y = b.bias(b.op("Mul", {b.op("Cast", {y}, to_f32), b.scalar(0.0004f)}));
+  b.op("QuantizeLinear", {y, b.scalar(0.05f), b.g.add_constant("yzp", Tensor::scalar<uint8_t>(0))});
+  LinearMatch m = run_case(b, {5, true}, "auto");
+  ASSERT_EQ(m.desc.at("dtypes").at("dst"), "u8");
+  m.desc["operand_slots"] = std::vector<int>(m.desc.at("operands").size(), 0);
+  m.desc["result_slot"] = 0;
+  const std::string impl = LinearStep::create(m.desc)->implementation();
+  EXPECT_NE(impl.rfind("ref", 0), 0u) << impl;
+}
+
+}  // namespace
+}  // namespace korch::cpu

@@ -210,7 +210,7 @@ bool is_per_channel(const memory::dims& operand, const memory::dims& dst, size_t
 // 1024->256 14x14 0.609 vs 0.703; but 256->64 at 56x56 1.08 vs 0.86 and expanding 1x1 convs
 // (64->384 14x14 0.377 vs 0.170) go blocked.
 bool plain_is_faster(const json& d) {
-  if (d.at("op") != "Conv") return false;
+  if (d.at("op") != "Conv" || d.contains("dtypes")) return false;  // int8: oneDNN has no NCHW kernel but ref_int8
   const json& c = d.at("conv");
   const auto src = dims_of(d.at("src_dims")), wei = dims_of(d.at("weights_dims")), dst = dims_of(d.at("dst_dims"));
   if (c.at("group").get<int64_t>() != 1) return false;
@@ -390,6 +390,12 @@ void DnnlLinearStep::build(const json& d) {
       if (!weights_const) wei_md = plain_desc(wei, wei_t);
       pd_ = make_pd(make_attr(full_md, true));
     }
+    // An int8 step with an epilogue that oneDNN serves only with its reference kernel (1x1
+    // convolutions with binary post-ops: 1000x slower on squeezenet1_0) is refused: the plan then
+    // runs the epilogue as a loop kernel after the plain int8 step.
+    if (d.contains("dtypes") && (!ops.empty() || d.contains("output_scales")) &&
+        std::string(pd_.impl_info_str()).rfind("ref", 0) == 0)
+      fail_unsupported("oneDNN has only its reference kernel ({}) for this int8 {} with its epilogue", pd_.impl_info_str(), op);
     prim_ = dnnl::primitive(pd_);
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN cannot create the {} primitive ({}): {}", op, e.what(), d.dump());
