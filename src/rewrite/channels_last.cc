@@ -175,16 +175,21 @@ int convert_convolutions(Graph& g) {
   int count = 0;
   for (size_t i = 0, end = g.nodes.size(); i < end; ++i) {
     const Node n = rw.visit(i);
-    if (!is_default(n, "Conv") || n.outputs.size() != 1 || n.inputs.size() < 2) continue;
-    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) continue;
+    // Conv (f32, no bias) and ConvInteger (int8 x, its zero point a third input, no weight zero point)
+    const bool integer = is_default(n, "ConvInteger");
+    if ((!is_default(n, "Conv") && !integer) || n.outputs.size() != 1 || n.inputs.size() < 2) continue;
+    if (n.inputs.size() > (integer ? 3 : 2) && n.inputs.back() != kNoValue) continue;
     if (n.attrs.get_int("channels_last", 0) != 0) continue;
     const TensorType x = g.type(n.inputs[0]);  // a copy: append_node grows the value table
-    if (x.dtype != DType::kFloat32 || x.rank() < 3 || x.rank() > 5) continue;
+    const bool int8 = x.dtype == DType::kUInt8 || x.dtype == DType::kInt8;
+    if ((integer ? !int8 : x.dtype != DType::kFloat32) || x.rank() < 3 || x.rank() > 5) continue;
     Attributes to_last, conv = n.attrs;
     to_last.set("perm", channels_last_perm(x.rank()));
     conv.set("channels_last", int64_t{1});
     const ValueId xt = rw.append_node("Transpose", {n.inputs[0]}, to_last)[0];
-    const ValueId y = rw.append_node("Conv", {xt, n.inputs[1]}, conv)[0];
+    std::vector<ValueId> ins = {xt, n.inputs[1]};
+    if (integer && n.inputs.size() > 2) ins.push_back(n.inputs[2]);
+    const ValueId y = rw.append_node(n.op_type, ins, conv)[0];
     Attributes to_first;
     to_first.set("perm", channels_first_perm(x.rank()));
     const ValueId yt = rw.append_node("Transpose", {y}, to_first)[0];

@@ -5,7 +5,8 @@
 // orchestrator fuses into kernels and prices like any other primitive.
 //
 // Before: a primitive graph (after simplify). After: the same function; every f32 Conv without a
-// bias input of rank 3-5 is a channels-last Conv (attribute channels_last = 1, ir/ops/conv.cc)
+// bias input of rank 3-5, and every int8 ConvInteger without a weight zero point, is a
+// channels-last Conv / ConvInteger (attribute channels_last = 1, ir/ops/conv.cc)
 // between two Transposes, and those Transposes have been moved past every node that can compute
 // on channels-last operands, where they cancel (merge_transposes). Run simplify() afterwards.
 //

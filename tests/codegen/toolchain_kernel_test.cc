@@ -38,6 +38,39 @@ TEST(ToolchainKernel, CacheHitsAreReportedFirstThenEachCompile) {
   EXPECT_TRUE(libs[1].cached);
 }
 
+// Float math rounds each operation, as the reference interpreter does: no a * b + c contracted
+// into an FMA (GCC does that by default under -march=native on an FMA CPU), whose one-ulp
+// differences a quantizer downstream turns into flipped quanta. The loop's inputs are chosen so
+// the fused and the separately rounded results differ.
+TEST(ToolchainKernel, FloatMathIsNotContractedIntoFma) {
+  testing::TempDir dir("korch-compile-fma");
+  HostCompilerConfig config = cpu::default_cpu_compiler();
+  config.cache_dir = dir.path().string();
+  const std::string src =
+      "extern \"C\" void mul_add(const float* a, const float* b, const float* c, float* y, int n) {\n"
+      "  for (int i = 0; i < n; ++i) y[i] = a[i] * b[i] + c[i];\n}\n";
+  auto libs = compile_libraries({src}, config);
+  auto fn = reinterpret_cast<void (*)(const float*, const float*, const float*, float*, int)>(
+      libs.at(0).library->symbol("mul_add"));
+  ASSERT_TRUE(fn);
+  const int n = 4096;
+  std::vector<float> a(n), b(n), c(n), y(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = 1.0f + static_cast<float>(i) * 1e-4f;
+    b[i] = 3.0f - static_cast<float>(i) * 3e-4f;
+    c[i] = -a[i] * b[i];  // the product's rounding error is all that is left with an FMA
+  }
+  fn(a.data(), b.data(), c.data(), y.data(), n);
+  int fused = 0;
+  for (int i = 0; i < n; ++i) {
+    volatile float p = a[i] * b[i];  // rounded to float, then added: the interpreter's way
+    const float want = p + c[i];
+    EXPECT_EQ(y[i], want) << i;
+    fused += y[i] != want;
+    if (fused > 3) break;
+  }
+}
+
 // Kernels are built -march=native: a cached library is this CPU's, so the CPU (model and ISA) is
 // part of its key, and a cache folder shared with another machine does not hand its libraries here.
 TEST(ToolchainKernel, TheCacheKeyNamesTheCpu) {

@@ -50,6 +50,29 @@ TEST(RewriteChannelsLast, ConvolutionChainsKeepTwoTransposes) {
     if (n.op_type == "Relu") EXPECT_EQ(out.type(n.outputs[0]).shape, (Shape{1, 6, 5, 8}));
 }
 
+// A QDQ int8 chain (what fission makes of onnxruntime's static quantization): ConvInteger ->
+// Cast -> Mul(scale) -> Add(bias) -> QuantizeLinear -> ConvInteger. Both integer convolutions go
+// channels-last (their zero points stay inputs), bit-exact, with one Transpose at each end.
+TEST(RewriteChannelsLast, Int8ConvolutionChains) {
+  GraphBuilder b;
+  std::mt19937_64 rng(3);
+  auto int8_weights = [&](Shape s) { return b.constant(random_tensor({DType::kInt8, std::move(s)}, rng)); };
+  ValueId x = b.input({1, 4, 6, 5}, DType::kUInt8);
+  ValueId c = b.op("ConvInteger", {x, int8_weights({8, 4, 3, 3}), b.constant(Tensor::scalar<uint8_t>(100))}, conv_attrs());
+  Attributes to_f32;
+  to_f32.set("to", int64_t{1});
+  ValueId y = b.op("Mul", {b.op("Cast", {c}, to_f32), b.scalar(0.003f)});
+  ValueId bias = b.op("Expand", {b.random({1, 8, 1, 1}, 4), b.ints({1, 8, 6, 5})});
+  ValueId q = b.op("QuantizeLinear", {b.op("Add", {y, bias}), b.scalar(0.02f), b.constant(Tensor::scalar<uint8_t>(0))});
+  b.output(b.op("ConvInteger", {q, int8_weights({8, 8, 3, 3})}, conv_attrs()));
+  ChannelsLastReport rep;
+  Graph out = expect_rewrite_equivalent(b.g, channels_last_then_simplify(&rep), true, 0.0);
+  EXPECT_EQ(rep.convolutions, 2);
+  EXPECT_EQ(count_op(out, "Transpose"), 2);
+  for (const Node& n : out.nodes)
+    if (n.op_type == "ConvInteger") EXPECT_EQ(n.attrs.get_int("channels_last", 0), 1);
+}
+
 // Squeeze-and-excitation: a global mean over H, W, two 1x1 convolutions on [N, C, 1, 1], a
 // Sigmoid and a Mul (through an Expand) back onto the feature map; and a keepdims=0 mean as the classifier's input.
 TEST(RewriteChannelsLast, ReductionsAndBroadcastsFollowTheLayout) {

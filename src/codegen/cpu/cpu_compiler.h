@@ -10,9 +10,9 @@ namespace korch::cpu {
 
 // Bumped whenever generated code or the linear step changes what or how fast it computes: part of
 // every tuning-database key and compiled-kernel cache key.
-constexpr int kCpuGeneratorVersion = 10;
+constexpr int kCpuGeneratorVersion = 11;
 
-// g++ (or $KORCH_CXX) -std=c++17 -O3 <isa> -fopenmp -fno-math-errno -fno-trapping-math -fPIC
+// g++ (or $KORCH_CXX) -std=c++17 -O3 <isa> -fopenmp -fno-math-errno -fno-trapping-math -ffp-contract=off -fPIC
 // -shared, linked with -lmvec -lm, cached under kernels/: no -ffast-math anywhere: vector
 // exp/tanh/erf come from glibc's libmvec through `omp declare simd` declarations in the prelude,
 // reductions vectorise through `omp simd reduction`, and NaN/Inf keep IEEE semantics.

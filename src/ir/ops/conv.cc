@@ -409,16 +409,24 @@ std::vector<Tensor> eval_conv_transpose(const OpEvalContext& ctx) {
 
 }  // namespace
 
+// The integer convolutions (ConvInteger) take channels_last = 1 like Conv.
 Shape linear_detail::conv_output_shape(const Attributes& attrs, const Shape& x, const Shape& w, const char* op) {
-  return conv_out_shape(conv_geometry(attrs, x, w, op));
+  if (!conv_channels_last(attrs)) return conv_out_shape(conv_geometry(attrs, x, w, op));
+  if (x.size() < 3) fail("channels-last {} needs an input of rank >= 3, got {}", op, shape_str(x));
+  const auto rank = static_cast<int64_t>(x.size());
+  const Shape out = conv_out_shape(conv_geometry(attrs, permute_shape(x, channels_first_perm(rank)), w, op));
+  return permute_shape(out, channels_last_perm(rank));
 }
 
 Tensor linear_detail::conv_int32(const Attributes& attrs, const Tensor& x, const Tensor& w, const Tensor* bias,
                                  const char* op) {
-  ConvGeom g = conv_geometry(attrs, x.shape(), w.shape(), op);
+  const bool cl = conv_channels_last(attrs);
+  const int64_t rank = x.rank();
+  const Tensor xf = cl ? x.transposed(channels_first_perm(rank)) : x;
+  ConvGeom g = conv_geometry(attrs, xf.shape(), w.shape(), op);
   Tensor out(DType::kInt32, conv_out_shape(g));
-  run_conv<int32_t>(g, x.data<int32_t>(), w.data<int32_t>(), bias ? bias->data<int32_t>() : nullptr, out.data<int32_t>());
-  return out;
+  run_conv<int32_t>(g, xf.data<int32_t>(), w.data<int32_t>(), bias ? bias->data<int32_t>() : nullptr, out.data<int32_t>());
+  return cl ? out.transposed(channels_last_perm(rank)) : out;
 }
 
 void linear_detail::register_conv_ops(OpRegistry& r) {
