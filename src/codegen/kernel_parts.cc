@@ -34,6 +34,13 @@ std::vector<ValueId> outside_reads(const Graph& g, const std::vector<NodeId>& no
 
 bool is_integer_linear(const std::string& op) { return op == "ConvInteger" || op == "MatMulInteger"; }
 
+// The candidate as a graph the reference interpreter runs inside the artifact (runtime/kernel_recipe.h).
+std::string reference_graph(const Graph& g, const KernelCandidate& c) {
+  PrintOptions po;
+  po.max_constant_elements = -1;
+  return print_graph(kernel_subgraph(g, c), po);
+}
+
 }  // namespace
 
 KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionRules& rules,
@@ -71,10 +78,8 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
         return k;
       }
     }
-    // No generated code for it: the reference interpreter runs it (runtime/kernel_recipe.h).
-    PrintOptions po;
-    po.max_constant_elements = -1;
-    k.reference_graph = print_graph(kernel_subgraph(g, c), po);
+    // No generated code for it: the reference interpreter runs it.
+    k.reference_graph = reference_graph(g, c);
     return k;
   }
 
@@ -89,9 +94,7 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
     if (!lm.ok && c.nodes.size() == 1 && is_integer_linear(g.nodes[static_cast<size_t>(c.nodes[0])].op_type)) {
       // An integer linear primitive alone that the int8 kernels cannot run (uint8 weights, a zero
       // point per row): the reference interpreter runs it, as it runs opaque operators.
-      PrintOptions po;
-      po.max_constant_elements = -1;
-      k.reference_graph = print_graph(kernel_subgraph(g, c), po);
+      k.reference_graph = reference_graph(g, c);
       return k;
     }
     if (!lm.ok) {

@@ -50,6 +50,16 @@ namespace {
 
 using nlohmann::json;
 
+// The description's name of an element type an int8 step reads or writes.
+const char* dnnl_type(DType t) {
+  switch (t) {
+    case DType::kUInt8: return "u8";
+    case DType::kInt8: return "s8";
+    case DType::kInt32: return "s32";
+    default: return "f32";
+  }
+}
+
 struct Chain {
   std::vector<NodeId> absorbed;
   std::vector<NodeId> expands;  // Expand nodes whose outputs feed absorbed binaries
@@ -124,7 +134,6 @@ std::string Matcher::integer_operands(const Node& ln) const {
     return fmt::format("{} on {} (int8 or uint8 only)", ln.op_type, dtype_name(x));
   if (w != DType::kInt8)
     return fmt::format("{} with {} weights (oneDNN's int8 kernels take int8 weights)", ln.op_type, dtype_name(w));
-  if (!weight_zero_point_is_zero(g_, ln)) return fmt::format("{} with a weight zero point", ln.op_type);
   if (ln.inputs.size() > 2 && ln.inputs[2] != kNoValue && g_.type(ln.inputs[2]).numel() != 1)
     return fmt::format("{} with a zero point per row (oneDNN: one value)", ln.op_type);
   return "";
@@ -411,8 +420,7 @@ LinearMatchResult Matcher::run() {
   add_operand(ln.inputs[0], "src", geo_.src_dims);
   add_operand(ln.inputs[1], "weights", geo_.weights_dims);
   if (integer) {
-    auto code = [&](ValueId v) { return g_.type(v).dtype == DType::kUInt8 ? "u8" : "s8"; };
-    d["dtypes"] = {{"src", code(ln.inputs[0])}, {"weights", "s8"}, {"dst", "s32"}};
+    d["dtypes"] = {{"src", dnnl_type(g_.type(ln.inputs[0]).dtype)}, {"weights", "s8"}, {"dst", "s32"}};
     // The src zero point (one value) is read at run time: DynamicQuantizeLinear computes it.
     if (ln.inputs.size() > 2 && ln.inputs[2] != kNoValue) {
       const Value& zp = g_.value(ln.inputs[2]);
@@ -456,8 +464,7 @@ LinearMatchResult Matcher::run() {
     break;
   }
   if (integer && scaled) quantize_tail(r);
-  if (integer) d["dtypes"]["dst"] = g_.type(r).dtype == DType::kUInt8 ? "u8" : g_.type(r).dtype == DType::kInt8 ? "s8"
-                                  : g_.type(r).dtype == DType::kFloat32 ? "f32" : "s32";
+  if (integer) d["dtypes"]["dst"] = dnnl_type(g_.type(r).dtype);
   // An Expand is absorbed when every kernel reader of it is absorbed and nobody else needs it.
   std::vector<NodeId> absorbed = chain_.absorbed;
   for (NodeId e : chain_.expands) {

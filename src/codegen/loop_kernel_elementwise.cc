@@ -217,13 +217,10 @@ int StageBuilder::elementwise_value(const Node& n, const std::vector<int>& idx) 
     const int q = e_binary(Fn::kDiv, x, operand(1));
     int r = e_unary(Fn::kRound, e_select(e_unary(Fn::kIsNaN, q), c(0), q));
     if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) r = e_binary(Fn::kAdd, r, e_cast(in_dt, operand(2)));
-    const bool u8 = out_dt == DType::kUInt8;
-    if (!u8 && out_dt != DType::kInt8 && out_dt != DType::kUInt16 && out_dt != DType::kInt16)
-      unsupported(fmt::format("{}: output type {} is not supported", node_ref(n), dtype_name(out_dt)));
-    const double lo = u8 || out_dt == DType::kUInt16 ? 0 : out_dt == DType::kInt8 ? -128 : -32768;
-    const double hi = u8 ? 255 : out_dt == DType::kInt8 ? 127 : out_dt == DType::kUInt16 ? 65535 : 32767;
-    r = e_select(e_binary(Fn::kLt, r, c(lo)), c(lo), r);
-    r = e_select(e_binary(Fn::kGt, r, c(hi)), c(hi), r);
+    const auto range = quantized_range(out_dt);
+    if (!range) unsupported(fmt::format("{}: output type {} is not supported", node_ref(n), dtype_name(out_dt)));
+    r = e_select(e_binary(Fn::kLt, r, c(range->lo)), c(range->lo), r);
+    r = e_select(e_binary(Fn::kGt, r, c(range->hi)), c(range->hi), r);
     return e_cast(out_dt, r);
   }
   if (op == "DequantizeLinear") {

@@ -50,12 +50,12 @@ Graph fission(const Graph& in, FissionReport* report) {
   const FissionRegistry& rules = FissionRegistry::global();
   for (const Node& node : in.nodes) {
     ++rep.operators_in;
+    auto mapped = [&](ValueId v) { return v == kNoValue ? kNoValue : map[static_cast<size_t>(v)]; };
     std::vector<ValueId> ins;
-    for (ValueId v : node.inputs) ins.push_back(v == kNoValue ? kNoValue : map[static_cast<size_t>(v)]);
+    for (ValueId v : node.inputs) ins.push_back(mapped(v));
     const FissionRule* rule = rules.find(node.op_type);
     bool primitive = primitive_kind(in, node) != PrimitiveKind::kOperator;
     FissionBuilder b(out, node.name);
-    auto mapped = [&](ValueId v) { return v == kNoValue ? kNoValue : map[static_cast<size_t>(v)]; };
     std::optional<std::vector<ValueId>> qdq;
     try {
       qdq = integer_linear_from_qdq(b, in, node, mapped);

@@ -4,7 +4,7 @@
 // bit for bit, not only close.
 //
 //   DequantizeLinear x: u8[N,C,H,W], s: f32[C], zp: u8[C], axis=1 ->
-//     d = Sub(Cast(x, i32), Cast(Reshape(zp, [1,C,1,1]), i32))   (int64 for an int32 x)
+//     d = Sub(Cast(x, i32), Cast(Reshape(zp, [1,C,1,1]), i32))   (8- and 16-bit x only)
 //     y = Mul(Cast(d, f32), Reshape(s, [1,C,1,1]))
 //   QuantizeLinear x: f32, s, zp: u8 ->
 //     q = Div(x, s);  q = Where(IsNaN(q), 0, q)      (NaN quantizes to the zero point)
@@ -23,13 +23,13 @@
 //   ConvInteger / MatMulInteger with a nonzero constant weight zero point: the zero point is
 //     folded into the constant weights (int8 when w - wzp fits, which int8 kernels need).
 //
-// What a rule cannot express exactly (float16/bfloat16 scales, blocked or per-row layouts,
-// weights or weight zero points that are not constants, int4/float8 types, opset 10, which has
-// no Round) is kept as the
-// operator: it runs whole in the reference interpreter, as before.
+// Per-tensor QuantizeLinear / DequantizeLinear with constant parameters are elementwise primitives
+// (ir/primitive.h) and reach these rules only as constants to fold. What a rule cannot express
+// exactly (float16/bfloat16 scales, blocked or per-row layouts, weights or weight zero points that
+// are not constants, int32/int4/float8 types, opset 10, which has no Round) is kept as the
+// operator: it runs whole in the reference interpreter.
 #include "fission/fission.h"
 
-#include <limits>
 #include <optional>
 
 #include "ir/dtype.h"
@@ -55,17 +55,6 @@ bool all_constant(const FissionBuilder& b, const std::vector<ValueId>& in) {
   return true;
 }
 
-// The integer range of a quantized type, or nullopt for one the rules do not cover.
-std::optional<std::pair<double, double>> int_range(DType t) {
-  switch (t) {
-    case DType::kUInt8: return std::pair<double, double>{0, 255};
-    case DType::kInt8: return std::pair<double, double>{-128, 127};
-    case DType::kUInt16: return std::pair<double, double>{0, 65535};
-    case DType::kInt16: return std::pair<double, double>{-32768, 32767};
-    default: return std::nullopt;
-  }
-}
-
 bool per_tensor(const Shape& s) { return shape_numel(s) == 1 && s.size() <= 1; }
 
 // A scale or zero point laid out for `x` of rank `rank`: per tensor as is, per axis (1-D of
@@ -87,7 +76,7 @@ int64_t quant_axis(const Node& n, size_t rank) {
 // Round half to even, add the zero point, saturate, convert: the tail of every quantizer.
 ValueId saturate_to(FissionBuilder& b, ValueId q, ValueId zp, DType out) {
   const DType work = b.type(q).dtype;
-  const auto [lo, hi] = *int_range(out);
+  const auto [lo, hi] = *quantized_range(out);
   ValueId r = b.add1("Round", {q});
   if (zp != kNoValue) r = b.elementwise("Add", {r, b.cast(zp, work)});
   r = b.elementwise("Clip", {r, b.scalar(lo, work), b.scalar(hi, work)});
@@ -101,7 +90,8 @@ ValueId nan_to_zero(FissionBuilder& b, ValueId q) {
 std::vector<ValueId> dequantize_rule(FissionBuilder& b, const Node& n, const std::vector<ValueId>& in) {
   const TensorType x = b.type(in[0]);  // a copy: adding nodes moves the graph's values
   const size_t rank = x.shape.size();
-  if (all_constant(b, in) || b.type(in[1]).dtype != DType::kFloat32 || !int_range(x.dtype).has_value() || n.attrs.get_int("block_size", 0) > 0)
+  if (all_constant(b, in) || b.type(in[1]).dtype != DType::kFloat32 || !quantized_range(x.dtype) ||
+      n.attrs.get_int("block_size", 0) > 0)
     return keep(b, n, in);
   const int64_t axis = quant_axis(n, rank);
   auto s = along_axis(b, in[1], rank, axis);
@@ -121,8 +111,8 @@ std::vector<ValueId> quantize_rule(FissionBuilder& b, const Node& n, const std::
     if (!t) return keep(b, n, in);
     out = *t;
   }
-  if (all_constant(b, in) || x.dtype != DType::kFloat32 || b.type(in[1]).dtype != DType::kFloat32 || !int_range(out) || !has_round(b) ||
-      n.attrs.get_int("block_size", 0) > 0)
+  if (all_constant(b, in) || x.dtype != DType::kFloat32 || b.type(in[1]).dtype != DType::kFloat32 ||
+      !quantized_range(out) || !has_round(b) || n.attrs.get_int("block_size", 0) > 0)
     return keep(b, n, in);
   const int64_t axis = quant_axis(n, rank);
   auto s = along_axis(b, in[1], rank, axis);
@@ -196,7 +186,7 @@ std::vector<ValueId> integer_linear_rule(FissionBuilder& b, const Node& n, const
 }
 
 // The requantization of an int32 accumulator c: round_half_even(c * m) + y_zero_point, saturated,
-// m = a_scale * b_scale / y_scale in float32 (`m_shape`: how m broadcasts against c).
+// m = a_scale * b_scale / y_scale in float32 (broadcast against c as the scales are laid out).
 ValueId requantize(FissionBuilder& b, ValueId c, ValueId as, ValueId bs, ValueId ys, ValueId yzp) {
   ValueId m = b.elementwise("Div", {b.elementwise("Mul", {as, bs}), ys});
   ValueId v = b.elementwise("Mul", {b.cast(c, DType::kFloat64), b.cast(m, DType::kFloat64)});
@@ -211,7 +201,7 @@ bool f32_scales(const FissionBuilder& b, const std::vector<ValueId>& in, std::in
 
 // QLinearConv (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?).
 std::vector<ValueId> qlinear_conv_rule(FissionBuilder& b, const Node& n, const std::vector<ValueId>& in) {
-  if (!f32_scales(b, in, {1, 4, 6}) || !has(in, 7) || !int_range(b.type(in[7]).dtype) || !has_round(b) ||
+  if (!f32_scales(b, in, {1, 4, 6}) || !has(in, 7) || !quantized_range(b.type(in[7]).dtype) || !has_round(b) ||
       !per_tensor(b.type(in[1]).shape) || !per_tensor(b.type(in[6]).shape))
     return keep(b, n, in);
   const size_t rank = b.type(in[0]).shape.size();
@@ -228,7 +218,7 @@ std::vector<ValueId> qlinear_conv_rule(FissionBuilder& b, const Node& n, const s
 
 // QLinearMatMul (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point).
 std::vector<ValueId> qlinear_matmul_rule(FissionBuilder& b, const Node& n, const std::vector<ValueId>& in) {
-  if (!f32_scales(b, in, {1, 4, 6}) || !has(in, 7) || !int_range(b.type(in[7]).dtype) || !has_round(b) ||
+  if (!f32_scales(b, in, {1, 4, 6}) || !has(in, 7) || !quantized_range(b.type(in[7]).dtype) || !has_round(b) ||
       !per_tensor(b.type(in[1]).shape) || !per_tensor(b.type(in[6]).shape) ||
       (has(in, 2) && !per_tensor(b.type(in[2]).shape)))
     return keep(b, n, in);
@@ -352,12 +342,7 @@ std::optional<std::vector<ValueId>> integer_linear_from_qdq(FissionBuilder& b, c
   // int8 weights with their zero point folded in (int8 kernels take no weight zero point);
   // otherwise the float path stays.
   ValueId wq = mapped(w->q);
-  bool zero_zp = w->zp == kNoValue;
-  if (!zero_zp) {
-    zero_zp = true;
-    for (int64_t v : g.value(w->zp).constant->to_int_vector()) zero_zp &= v == 0;
-  }
-  if (!zero_zp) {
+  if (w->zp != kNoValue) {
     auto folded = fold_weight_zero_point(b, wq, mapped(w->zp), w_axis);
     if (!folded) return std::nullopt;
     wq = *folded;

@@ -51,6 +51,15 @@ bool is_float(DType t) {
 bool is_signed_integer(DType t) {
   return t == DType::kInt8 || t == DType::kInt16 || t == DType::kInt32 || t == DType::kInt64;
 }
+std::optional<IntRange> quantized_range(DType t) {
+  switch (t) {
+    case DType::kUInt8: return IntRange{0, 255};
+    case DType::kInt8: return IntRange{-128, 127};
+    case DType::kUInt16: return IntRange{0, 65535};
+    case DType::kInt16: return IntRange{-32768, 32767};
+    default: return std::nullopt;
+  }
+}
 bool is_integer(DType t) {
   return is_signed_integer(t) || t == DType::kUInt8 || t == DType::kUInt16 || t == DType::kUInt32 ||
          t == DType::kUInt64;

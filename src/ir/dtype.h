@@ -39,6 +39,11 @@ std::optional<DType> dtype_from_onnx(int code);
 bool is_float(DType t);    // f16, bf16, f32, f64
 bool is_integer(DType t);  // signed or unsigned ints (not bool)
 bool is_signed_integer(DType t);
+// The range of a quantized element type (int8, uint8, int16, uint16) as doubles; nullopt for others.
+struct IntRange {
+  double lo, hi;
+};
+std::optional<IntRange> quantized_range(DType t);
 
 // IEEE half and bfloat16 storage with conversions through float.
 struct Float16 {

@@ -69,8 +69,11 @@ TEST(RewriteChannelsLast, Int8ConvolutionChains) {
   Graph out = expect_rewrite_equivalent(b.g, channels_last_then_simplify(&rep), true, 0.0);
   EXPECT_EQ(rep.convolutions, 2);
   EXPECT_EQ(count_op(out, "Transpose"), 2);
-  for (const Node& n : out.nodes)
-    if (n.op_type == "ConvInteger") EXPECT_EQ(n.attrs.get_int("channels_last", 0), 1);
+  for (const Node& n : out.nodes) {
+    if (n.op_type == "ConvInteger") {
+      EXPECT_EQ(n.attrs.get_int("channels_last", 0), 1);
+    }
+  }
 }
 
 // Squeeze-and-excitation: a global mean over H, W, two 1x1 convolutions on [N, C, 1, 1], a
