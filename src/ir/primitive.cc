@@ -64,11 +64,10 @@ bool quantize_elementwise(const Graph& g, const Node& n) {
   if (!operands_match_output(g, n) || n.attrs.get_int("block_size", 0) > 0 || n.inputs.size() < 2) return false;
   bool all_constant = true;
   for (ValueId v : n.inputs) all_constant &= v == kNoValue || g.value(v).is_constant();
-  auto narrow = [](DType t) { return quantized_range(t).has_value(); };
   const DType x = g.type(n.inputs[0]).dtype, y = g.type(n.outputs[0]).dtype, s = g.type(n.inputs[1]).dtype;
   if (all_constant || s != DType::kFloat32 || !g.value(n.inputs[1]).is_constant()) return false;
   if (n.inputs.size() > 2 && n.inputs[2] != kNoValue && !g.value(n.inputs[2]).is_constant()) return false;
-  return n.op_type == "QuantizeLinear" ? x == DType::kFloat32 && narrow(y) : narrow(x) && y == DType::kFloat32;
+  return n.op_type == "QuantizeLinear" ? x == DType::kFloat32 && quantized_range(y) : quantized_range(x) && y == DType::kFloat32;
 }
 
 }  // namespace

@@ -255,13 +255,12 @@ void DnnlLinearStep::build(const json& d) {
   if (!conv && op != "MatMul") fail_unsupported("linear step: unknown op '{}'", op);
   // User memory: row-major unless the description gives strides (a transposed view).
   const dt src_t = data_type(d, "src"), wei_t = data_type(d, "weights"), dst_t = data_type(d, "dst");
-  auto user_desc = [&](const char* role, const memory::dims& dims) {
+  auto user_desc = [&](const char* role, const memory::dims& dims, dt t) {
     const std::string key = std::string(role) + "_strides";
-    const dt t = data_type(d, role);
     return d.contains(key) ? memory::desc(dims, t, dims_of(d.at(key))) : plain_desc(dims, t);
   };
-  const memory::desc src_user = user_desc("src", src), wei_user = user_desc("weights", wei);
-  const memory::desc dst_user = user_desc("dst", dst);
+  const memory::desc src_user = user_desc("src", src, src_t), wei_user = user_desc("weights", wei, wei_t);
+  const memory::desc dst_user = user_desc("dst", dst, dst_t);
   // A channels-last Conv (dst_strides given: NHWC memory) runs on its user layout when oneDNN has a
   // fast kernel for it (brgconv and the depthwise jit kernels read NHWC; no reorder either side),
   // else as "blocked" with reorders (see the retry below).
