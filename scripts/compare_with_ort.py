@@ -217,12 +217,13 @@ def f64_verdict(name: str, got: np.ndarray, ort_out: np.ndarray, f64_out: np.nda
 
 def compare_f64(model: Path | str, korch: Path | str | None = None, seed: int = 0,
                 backend: str = "reference", korch_args: tuple[str, ...] = (), threads: int = 2,
-                factor: float = F64_FACTOR, floor: float = F64_FLOOR, verbose: bool = True) -> F64Result:
+                factor: float = F64_FACTOR, floor: float = F64_FLOOR, verbose: bool = True,
+                load_args: tuple[str, ...] = ()) -> F64Result:
     """The float64 rule on ``model`` with korch's seeded inputs: runs
     ``korch run --backend reference --f64`` (the reference), onnxruntime, and
     ``korch run --backend BACKEND KORCH_ARGS`` (the result under test; both korch
-    runs draw the same inputs from SEED), and checks every output with
-    ``f64_verdict``. Raises KorchError when korch is missing or fails."""
+    runs draw the same inputs from SEED and take LOAD_ARGS, such as ``--shape``
+    and ``--bind``), and checks every output with ``f64_verdict``. Raises KorchError when korch is missing or fails."""
     model = Path(model)
     korch = Path(korch) if korch else default_korch()
     res = F64Result(backend=backend)
@@ -231,9 +232,9 @@ def compare_f64(model: Path | str, korch: Path | str | None = None, seed: int = 
         ref, out = Path(tmp) / "f64", Path(tmp) / "out"
         ref.mkdir()
         out.mkdir()
-        _, said = _run_korch(korch, [str(model), "--backend", "reference", "--f64"], seed, ref)
+        _, said = _run_korch(korch, [str(model), *load_args, "--backend", "reference", "--f64"], seed, ref)
         res.kept_f32 = next((l for l in said.splitlines() if l.startswith("kept in float32")), "")
-        _run_korch(korch, [str(model), "--backend", backend, *korch_args], seed, out)
+        _run_korch(korch, [str(model), *load_args, "--backend", backend, *korch_args], seed, out)
         names, ort_outs, _ = _ort_run(model, out, threads)
         for name, want in zip(names, ort_outs):
             files = [d / npy_name(name) for d in (out, ref)]
@@ -266,13 +267,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="--f64: the korch backend under test (reference, cpu)")
     ap.add_argument("--f64-factor", type=float, default=F64_FACTOR)
     ap.add_argument("--f64-floor", type=float, default=F64_FLOOR)
+    ap.add_argument("--shape", action="append", default=[],
+                    help="--f64: passed to both korch runs (korch run --shape), repeatable")
+    ap.add_argument("--bind", action="append", default=[],
+                    help="--f64: passed to both korch runs (korch run --bind NAME=FILE.npy), repeatable")
     args = ap.parse_args(argv)
     if not args.model.is_file():
         ap.error(f"no such model: {args.model}")
     try:
         if args.f64:
+            load = tuple(a for v in args.shape for a in ("--shape", v)) + \
+                tuple(a for v in args.bind for a in ("--bind", v))
             res = compare_f64(args.model, args.korch, args.seed, args.backend, threads=args.threads,
-                              factor=args.f64_factor, floor=args.f64_floor)
+                              factor=args.f64_factor, floor=args.f64_floor, load_args=load)
         else:
             res = compare(args.model, args.korch, args.seed, args.tol, args.threads)
     except KorchError as e:

@@ -16,24 +16,25 @@ Command add_ops(CLI::App& app) {
   return [markdown]() {
     struct Row {
       std::string op_type;
-      int min_opset, max_opset;
+      std::string versions;  // default-domain opsets, or another domain's version
       std::string condition;
     };
+    const bool md = *markdown;
+    auto opsets = [md](int lo, int hi) { return md ? fmt::format("{}–{}", lo, hi) : fmt::format("opsets {}..{}", lo, hi); };
     std::vector<Row> rows;
     for (const OpDef* d : OpRegistry::global().all())
-      rows.push_back({d->op_type, std::max(d->min_opset, kMinOpset), d->max_opset, ""});
+      rows.push_back({d->op_type, d->domain.empty() ? opsets(std::max(d->min_opset, kMinOpset), d->max_opset)
+                                                    : (md ? "" : "version 1 of ") + d->domain + (md ? " 1" : ""), ""});
     for (const InlinedOp& c : inlined_control_flow_ops())
-      rows.push_back({c.op_type, c.min_opset, c.max_opset, c.condition});
+      rows.push_back({c.op_type, opsets(c.min_opset, c.max_opset), c.condition});
     std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.op_type < b.op_type; });
     if (*markdown) {
       fmt::print("| operator | opsets |\n|---|---|\n");
       for (const Row& r : rows)
-        fmt::print("| {} | {}–{}{} |\n", r.op_type, r.min_opset, r.max_opset,
-                   r.condition.empty() ? "" : ", " + r.condition);
+        fmt::print("| {} | {}{} |\n", r.op_type, r.versions, r.condition.empty() ? "" : ", " + r.condition);
     } else {
       for (const Row& r : rows)
-        fmt::print("{:<28} opsets {}..{}{}\n", r.op_type, r.min_opset, r.max_opset,
-                   r.condition.empty() ? "" : "  (" + r.condition + ")");
+        fmt::print("{:<28} {}{}\n", r.op_type, r.versions, r.condition.empty() ? "" : "  (" + r.condition + ")");
       fmt::print("{} operators\n", rows.size());
     }
     return 0;

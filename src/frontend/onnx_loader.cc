@@ -175,7 +175,7 @@ void check_operators_known(const onnx::ModelProto& model, int opset) {
     const auto& np = model.graph().node(i);
     bool default_domain = np.domain().empty() || np.domain() == "ai.onnx";
     if (is_control_flow(np)) continue;
-    if (!default_domain || !OpRegistry::global().find(np.op_type())) {
+    if (!OpRegistry::global().find(np.domain(), np.op_type())) {
       std::string where = default_domain ? fmt::format("opset {}", opset) : fmt::format("domain '{}'", np.domain());
       fail_unsupported("node '{}': unsupported operator '{}' ({})", np.name().empty() ? fmt::format("{}_{}", np.op_type(), i) : np.name(),
                        np.op_type(), where);

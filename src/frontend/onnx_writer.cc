@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
+#include <set>
 
 namespace korch {
 
@@ -59,6 +60,14 @@ std::string save_onnx_bytes(const Graph& g) {
   auto* imp = m.add_opset_import();
   imp->set_domain("");
   imp->set_version(g.opset);
+  // Every other domain a node uses (onnxruntime's contrib ops) is declared at version 1.
+  std::set<std::string> domains;
+  for (const Node& n : g.nodes)
+    if (!n.domain.empty() && n.domain != "ai.onnx" && domains.insert(n.domain).second) {
+      auto* other = m.add_opset_import();
+      other->set_domain(n.domain);
+      other->set_version(1);
+    }
   onnx::GraphProto* gp = m.mutable_graph();
   gp->set_name(g.name);
 

@@ -41,6 +41,12 @@ const OpDef* OpRegistry::find(const std::string& op_type) const {
   return it == ops_.end() ? nullptr : &it->second;
 }
 
+const OpDef* OpRegistry::find(const std::string& domain, const std::string& op_type) const {
+  const OpDef* def = find(op_type);
+  const std::string& d = domain == "ai.onnx" ? std::string() : domain;
+  return def && def->domain == d ? def : nullptr;
+}
+
 std::vector<const OpDef*> OpRegistry::all() const {
   std::vector<const OpDef*> out;
   for (const auto& [k, v] : ops_) out.push_back(&v);
@@ -52,11 +58,12 @@ std::string node_label(const Node& node, int opset) {
 }
 
 const OpDef& lookup_op(const Node& node, int opset) {
-  if (!node.domain.empty() && node.domain != "ai.onnx")
+  const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
+  const OpDef* def = OpRegistry::global().find(node.domain, node.op_type);
+  if (!def && !default_domain)
     fail_unsupported("unsupported operator '{}' in domain '{}'", node.op_type, node.domain);
-  const OpDef* def = OpRegistry::global().find(node.op_type);
   if (!def) fail_unsupported("unsupported operator '{}' (opset {})", node.op_type, opset);
-  if (opset < def->min_opset || opset > def->max_opset)
+  if (default_domain && (opset < def->min_opset || opset > def->max_opset))
     fail_unsupported("operator '{}' is supported for opsets {}..{}, the model uses opset {}", node.op_type,
                      def->min_opset, def->max_opset, opset);
   return *def;

@@ -73,6 +73,9 @@ struct OpDef {
   // For ops whose outputs depend only on input *types* (Shape, Size): computes the outputs without
   // input values, so the frontend folds them even when the input is not a constant.
   std::function<std::vector<Tensor>(const OpInferContext&)> fold_from_types;
+  // "" for the default ONNX domain; otherwise the one domain the op is accepted from (for example
+  // "com.microsoft" for onnxruntime's contrib ops). Op type names are unique across domains.
+  std::string domain;
 };
 
 class OpRegistry {
@@ -81,14 +84,17 @@ class OpRegistry {
   void add(OpDef def);
   // nullptr when the op type is unknown.
   const OpDef* find(const std::string& op_type) const;
+  // nullptr when the op type is unknown or registered for another domain ("" and "ai.onnx" are
+  // the default domain).
+  const OpDef* find(const std::string& domain, const std::string& op_type) const;
   std::vector<const OpDef*> all() const;  // sorted by name
 
  private:
   std::map<std::string, OpDef> ops_;
 };
 
-// Looks up the op for `node` at `opset`; throws kUnsupported when unknown, not in the default
-// domain, or outside the implemented opset range.
+// Looks up the op for `node` at `opset`; throws kUnsupported when unknown, registered for another
+// domain than the node's, or (default domain) outside the implemented opset range.
 const OpDef& lookup_op(const Node& node, int opset);
 
 // Runs an op's inference / evaluation on concrete tensors (used by the interpreter, constant
@@ -116,6 +122,7 @@ void register_resize_ops(OpRegistry& r);       // Resize, Upsample
 void register_misc_ops(OpRegistry& r);         // Constant, Identity, Dropout, Shape, Size, ConstantOfShape, Range,
                                                // EyeLike, Trilu, NonZero(const) ...
 void register_rnn_ops(OpRegistry& r);          // LSTM, GRU, RNN
+void register_quantized_rnn_ops(OpRegistry& r);  // DynamicQuantizeLSTM (com.microsoft)
 void register_sampling_ops(OpRegistry& r);     // GridSample, AffineGrid, RoiAlign, MaxUnpool, CenterCropPad, Col2Im
 void register_quant_ops(OpRegistry& r);        // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_quant_linear_ops(OpRegistry& r); // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv

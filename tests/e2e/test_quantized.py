@@ -212,3 +212,69 @@ def test_quantized_model_matches_onnxruntime(kind, tmp_path):
         verdict = compare_with_ort.f64_verdict("y", have["y"], y_ort, np.load(f64 / npy("y")))
         print(f"{kind}: artifact y {verdict}")
         assert verdict.ok, verdict
+
+
+def lstm_model(path):
+    """x [5, 2, 6] -> bidirectional LSTM (hidden 4, bias, initial states) -> Y, Y_h, Y_c."""
+    rng = np.random.default_rng(21)
+    nd, hidden, inp = 2, 4, 6
+    w = rng.normal(0, 0.4, (nd, 4 * hidden, inp)).astype(np.float32)
+    r = rng.normal(0, 0.4, (nd, 4 * hidden, hidden)).astype(np.float32)
+    b = rng.normal(0, 0.1, (nd, 8 * hidden)).astype(np.float32)
+    h0 = rng.normal(0, 0.5, (nd, 2, hidden)).astype(np.float32)
+    c0 = rng.normal(0, 0.5, (nd, 2, hidden)).astype(np.float32)
+    node = helper.make_node("LSTM", ["x", "w", "r", "b", "", "h0", "c0"], ["y", "yh", "yc"], name="lstm",
+                            hidden_size=hidden, direction="bidirectional")
+    out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, nd, 2, hidden]),
+           helper.make_tensor_value_info("yh", TensorProto.FLOAT, [nd, 2, hidden]),
+           helper.make_tensor_value_info("yc", TensorProto.FLOAT, [nd, 2, hidden])]
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 2, inp])], out,
+                          initializer=[numpy_helper.from_array(a, n) for a, n in
+                                       [(w, "w"), (r, "r"), (b, "b"), (h0, "h0"), (c0, "c0")]])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_dynamic_quantized_lstm_matches_onnxruntime(per_channel, tmp_path):
+    """quantize_dynamic turns LSTM into onnxruntime's com.microsoft DynamicQuantizeLSTM (int8 weights,
+    the input and each step's hidden state quantized to uint8 on the fly). Korch's reference follows
+    onnxruntime's arithmetic (exact integer products, the same scales and rounding), so only the
+    activation functions' last bits differ: within 1e-4 of onnxruntime. The artifact runs the op in
+    the reference interpreter (it has no fission rule; a stated fallback) and reproduces it exactly."""
+    env = dict(os.environ, KORCH_CACHE_DIR=str(tmp_path / "cache"), KORCH_PROGRESS="0")
+    model = tmp_path / "quant.onnx"
+    # int8 weights (the quantizer writes int8 for LSTM whatever weight_type says); per_channel gives
+    # every gate column its own scale. reduce_range: see quantize() above.
+    quantization.quantize_dynamic(lstm_model(tmp_path / "float.onnx"), model, op_types_to_quantize=["LSTM"],
+                                  weight_type=quantization.QuantType.QInt8, per_channel=per_channel,
+                                  reduce_range=True)
+    nodes = onnx.load(model).graph.node
+    assert [(n.op_type, n.domain) for n in nodes] == [("DynamicQuantizeLSTM", "com.microsoft")], \
+        f"quantizer wrote {[(n.op_type, n.domain) for n in nodes]}"
+
+    ref = tmp_path / "ref"
+    korch("run", model, "--backend", "reference", "--random-inputs", 3, "--outputs", ref, env=env)
+    want = ort_run(model, {"x": np.load(ref / "x.npy")})
+    for name, w in want.items():
+        got = np.load(ref / npy(name))
+        assert got.shape == w.shape and w.std() > 0.05, f"{name}: {got.shape} vs {w.shape}, std {w.std()}"
+        err = rel_l2(got, w)
+        print(f"per_channel={per_channel} {name}: relative L2 vs onnxruntime {err:.3g}")
+        assert err <= TOL, f"{name}: relative L2 {err:.3g} vs onnxruntime"
+    # Without the integer arithmetic (weights dequantized, a float LSTM) the result is measurably
+    # different, so the check above does see the quantization.
+    float_y = ort_run(tmp_path / "float.onnx", {"x": np.load(ref / "x.npy")})["y"]
+    assert rel_l2(float_y, want["y"]) > 10 * TOL, "quantization left no trace: the check would be vacuous"
+
+    art = tmp_path / "art"
+    korch("compile", model, "--cost", "analytic", "-o", art, env=env)
+    kernels = json.loads((art / "program.json").read_text())["kernels"]
+    assert [k["note"].split(" ")[0] for k in kernels if "reference_graph" in k["recipe"]] == ["DynamicQuantizeLSTM"]
+    out = tmp_path / "art_out"
+    korch("run", "--artifact", art, "--inputs", ref, "--outputs", out, env=env)
+    for name in want:
+        assert np.array_equal(np.load(out / npy(name)), np.load(ref / npy(name))), name

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx_loader.h"
+#include "ir/op_registry.h"
 
 namespace korch {
 namespace {
@@ -98,6 +99,27 @@ TEST(OnnxLoader, UnsupportedOpNamesOpNodeAndPath) {
     for (const char* part : {"models/tiny.onnx", "relu0", "FancyOp", "opset 17"})
       EXPECT_NE(msg.find(part), std::string::npos) << msg;
   }
+}
+
+// An op is accepted only from the domain it is registered for: a default-domain op named in
+// another domain, and a contrib op named in the default domain, are both unsupported (with the
+// domain named), while onnxruntime's com.microsoft DynamicQuantizeLSTM is known in its own domain.
+TEST(OnnxLoader, OpsAreKnownOnlyInTheirOwnDomain) {
+  LoadOptions lo;
+  lo.input_shapes["x"] = {2, 3};
+  auto m = tiny_model();
+  m.mutable_graph()->mutable_node(0)->set_domain("com.microsoft");  // Relu
+  try {
+    load_onnx_bytes(m.SerializeAsString(), "tiny.onnx", lo);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("domain 'com.microsoft'"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(OpRegistry::global().find("com.microsoft", "DynamicQuantizeLSTM"), nullptr);
+  EXPECT_EQ(OpRegistry::global().find("", "DynamicQuantizeLSTM"), nullptr);
+  EXPECT_EQ(OpRegistry::global().find("com.microsoft", "Relu"), nullptr);
+  EXPECT_NE(OpRegistry::global().find("ai.onnx", "Relu"), nullptr);
 }
 
 TEST(OnnxLoader, TruncatedFileIsAnError) {

@@ -47,7 +47,9 @@ TEST(RewriteChannelsLast, ConvolutionChainsKeepTwoTransposes) {
   EXPECT_EQ(count_op(out, "Transpose"), 2);
   // The intermediate values are [N, H, W, C].
   for (const Node& n : out.nodes)
-    if (n.op_type == "Relu") EXPECT_EQ(out.type(n.outputs[0]).shape, (Shape{1, 6, 5, 8}));
+    if (n.op_type == "Relu") {
+      EXPECT_EQ(out.type(n.outputs[0]).shape, (Shape{1, 6, 5, 8}));
+    }
 }
 
 // A QDQ int8 chain (what fission makes of onnxruntime's static quantization): ConvInteger ->
@@ -116,7 +118,9 @@ TEST(RewriteChannelsLast, ConcatMovesAndPoolingKeepsItsTransposes) {
   Graph out = expect_rewrite_equivalent(b.g, channels_last_then_simplify(), true, 1e-5);
   EXPECT_EQ(channels_last_convs(out), 3);
   for (const Node& n : out.nodes)
-    if (n.op_type == "Concat") EXPECT_EQ(n.attrs.get_int("axis"), 3);
+    if (n.op_type == "Concat") {
+      EXPECT_EQ(n.attrs.get_int("axis"), 3);
+    }
   EXPECT_EQ(count_op(out, "Transpose"), 4);  // input, around the pool, output
 }
 

@@ -12,6 +12,7 @@ void register_all_ops(OpRegistry& r) {
   register_resize_ops(r);
   register_misc_ops(r);
   register_rnn_ops(r);
+  register_quantized_rnn_ops(r);
   register_sampling_ops(r);
   register_quant_ops(r);
   register_quant_linear_ops(r);

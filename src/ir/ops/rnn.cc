@@ -21,80 +21,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "ir/ops/op_util.h"
+#include "ir/ops/rnn_internal.h"
 
 namespace korch {
 namespace {
 
-enum class CellKind { kRnn, kGru, kLstm };
-
-struct CellInfo {
-  const char* name;
-  int gates;        // rows of W per direction, in units of hidden_size
-  int acts;         // activation functions per direction
-  int max_inputs;
-  int max_outputs;
-};
-
-CellInfo cell_info(CellKind k) {
-  switch (k) {
-    case CellKind::kRnn: return {"RNN", 1, 1, 6, 2};
-    case CellKind::kGru: return {"GRU", 3, 2, 6, 2};
-    case CellKind::kLstm: return {"LSTM", 4, 3, 8, 3};
-  }
-  return {"?", 1, 1, 0, 0};
-}
-
-enum class ActKind { kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu,
-                     kSoftsign, kSoftplus };
-
-struct Activation {
-  ActKind kind = ActKind::kTanh;
-  float alpha = 0.f;
-  float beta = 0.f;
-};
-
-struct ActSpec {
-  const char* name;
-  ActKind kind;
-  bool uses_alpha;
-  bool uses_beta;
-  float default_alpha;
-  float default_beta;
-};
-
-constexpr std::array<ActSpec, 11> kActSpecs{{
-    {"relu", ActKind::kRelu, false, false, 0.f, 0.f},
-    {"tanh", ActKind::kTanh, false, false, 0.f, 0.f},
-    {"sigmoid", ActKind::kSigmoid, false, false, 0.f, 0.f},
-    {"affine", ActKind::kAffine, true, true, 1.f, 0.f},
-    {"leakyrelu", ActKind::kLeakyRelu, true, false, 0.01f, 0.f},
-    {"thresholdedrelu", ActKind::kThresholdedRelu, true, false, 1.f, 0.f},
-    {"scaledtanh", ActKind::kScaledTanh, true, true, 1.f, 1.f},
-    {"hardsigmoid", ActKind::kHardSigmoid, true, true, 0.2f, 0.5f},
-    {"elu", ActKind::kElu, true, false, 1.f, 0.f},
-    {"softsign", ActKind::kSoftsign, false, false, 0.f, 0.f},
-    {"softplus", ActKind::kSoftplus, false, false, 0.f, 0.f},
-}};
-
-template <typename C>
-inline C activate(const Activation& a, C x) {
-  const C alpha = static_cast<C>(a.alpha), beta = static_cast<C>(a.beta);
-  switch (a.kind) {
-    case ActKind::kRelu: return x > C(0) ? x : C(0);
-    case ActKind::kTanh: return std::tanh(x);
-    case ActKind::kSigmoid: return x >= C(0) ? C(1) / (C(1) + std::exp(-x)) : std::exp(x) / (C(1) + std::exp(x));
-    case ActKind::kAffine: return alpha * x + beta;
-    case ActKind::kLeakyRelu: return x >= C(0) ? x : alpha * x;
-    case ActKind::kThresholdedRelu: return x > alpha ? x : C(0);
-    case ActKind::kScaledTanh: return alpha * std::tanh(beta * x);
-    case ActKind::kHardSigmoid: return std::min(C(1), std::max(C(0), alpha * x + beta));
-    case ActKind::kElu: return x >= C(0) ? x : alpha * (std::exp(x) - C(1));
-    case ActKind::kSoftsign: return x / (C(1) + std::fabs(x));
-    case ActKind::kSoftplus: return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-  }
-  return x;
-}
+using namespace rnn;
 
 // Everything an RNN node's attributes and input types determine; validated once, used by infer and eval.
 struct RnnConfig {
@@ -110,54 +42,6 @@ struct RnnConfig {
   bool linear_before_reset = false;
   std::vector<Activation> acts;  // cell_info.acts per direction, forward direction first
 };
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::vector<Activation> parse_activations(CellKind kind, const Attributes& attrs, int num_directions) {
-  const CellInfo ci = cell_info(kind);
-  std::vector<std::string> names;
-  if (attrs.has("activations")) names = attrs.get_strings("activations");
-  if (names.empty()) {
-    switch (kind) {
-      case CellKind::kRnn: names = {"Tanh"}; break;
-      case CellKind::kGru: names = {"Sigmoid", "Tanh"}; break;
-      case CellKind::kLstm: names = {"Sigmoid", "Tanh", "Tanh"}; break;
-    }
-  }
-  const size_t per_dir = static_cast<size_t>(ci.acts);
-  const size_t want = per_dir * static_cast<size_t>(num_directions);
-  // The RNN schema's own default lists two functions even for one direction; the first is used.
-  if (kind == CellKind::kRnn && num_directions == 1 && names.size() == 2) names.resize(1);
-  if (names.size() != want && !(names.size() == per_dir && num_directions == 2)) {
-    fail("activations has {} entries; expected {} ({} per direction)", names.size(), want, per_dir);
-  }
-  const std::vector<float> alphas = attrs.get_floats("activation_alpha");
-  const std::vector<float> betas = attrs.get_floats("activation_beta");
-  size_t ai = 0, bi = 0;
-  std::vector<Activation> out;
-  for (const std::string& n : names) {
-    const std::string ln = lower(n);
-    const ActSpec* spec = nullptr;
-    for (const ActSpec& s : kActSpecs)
-      if (ln == s.name) spec = &s;
-    if (!spec) fail_unsupported("activation function '{}' is not supported", n);
-    Activation a;
-    a.kind = spec->kind;
-    a.alpha = spec->default_alpha;
-    a.beta = spec->default_beta;
-    if (spec->uses_alpha && ai < alphas.size()) a.alpha = alphas[ai++];
-    if (spec->uses_beta && bi < betas.size()) a.beta = betas[bi++];
-    out.push_back(a);
-  }
-  // One set given for a bidirectional node: both directions use it.
-  if (out.size() == per_dir && num_directions == 2) {
-    for (size_t i = 0; i < per_dir; ++i) out.push_back(out[i]);
-  }
-  return out;
-}
 
 // Validates attributes and input types; `types[i]` is nullptr for omitted inputs.
 RnnConfig make_config(CellKind kind, const Node& node, int opset, const std::vector<const TensorType*>& types,
@@ -374,23 +258,8 @@ std::vector<Tensor> run_rnn(const RnnConfig& c, const OpEvalContext& ctx) {
         case CellKind::kLstm: {
           // Rows: i [0, H), o [H, 2H), f [2H, 3H), c [3H, 4H); P: i, o, f.
           matvec(r, h.data(), GH, H, rb, hg.data());
-          for (int64_t j = 0; j < H; ++j) {
-            const C cprev = cell[j];
-            C gi = xg[j] + hg[j], go = xg[H + j] + hg[H + j], gf = xg[2 * H + j] + hg[2 * H + j];
-            const C gc = xg[3 * H + j] + hg[3 * H + j];
-            if (p) {
-              gi += p[j] * cprev;
-              gf += p[2 * H + j] * cprev;
-            }
-            const C it = activate(act[0], clip(gi));
-            const C ft = c.input_forget ? C(1) - it : activate(act[0], clip(gf));
-            const C ct = activate(act[1], clip(gc));
-            const C cnew = ft * cprev + it * ct;
-            if (p) go += p[H + j] * cnew;
-            const C ot = activate(act[0], clip(go));
-            cell[j] = cnew;
-            h[j] = ot * activate(act[2], cnew);
-          }
+          for (int64_t j = 0; j < GH; ++j) hg[j] = xg[j] + hg[j];
+          lstm_step(hg.data(), p, act, c.input_forget, c.has_clip, c.clip, H, cell.data(), h.data());
           break;
         }
       }

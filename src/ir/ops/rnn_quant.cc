@@ -1,0 +1,298 @@
+// DynamicQuantizeLSTM (domain com.microsoft, version 1): the LSTM that onnxruntime's
+// quantize_dynamic writes for every ONNX LSTM. Inputs: X, W, R, B, sequence_lens, initial_h,
+// initial_c, P, W_scale, W_zero_point, R_scale, R_zero_point; attributes and outputs as LSTM's
+// (layout 0 only). W is [num_directions, input_size, 4*hidden_size] and R [num_directions,
+// hidden_size, 4*hidden_size], int8 or uint8, columns in gate order i, o, f, c (LSTM's W and R
+// transposed); scales and zero points are per direction ([num_directions]) or per column
+// ([num_directions, 4*hidden_size], one zero point value per direction).
+//
+// Semantics, as onnxruntime's CPU kernel computes them (the only definition the op has): per
+// direction, the input projection quantizes all of X (in the direction's order) to uint8 with one
+// dynamic scale and zero point, and each step quantizes each batch row's Ht-1 the same way, where
+//   scale = (max(x, 0) - min(x, 0)) / 255 (1 when both are 0),
+//   zp = round_half_even(clamp(-min / scale, 0, 255)),  q = clamp(round_half_even(x / scale) + zp)
+// (DynamicQuantizeLinear's rule). A projection is the exact integer sum of (qa - zp_a) * (qw - zp_w),
+// times the float product scale_a * scale_w[column]; gate pre-activations are
+// (input projection + recurrent projection) + (Wb + Rb), then LSTM's step (rnn_internal.h).
+// onnxruntime quantizes Ht-1 in groups of ceil(batch / threads) rows when the batch is over 4 rows or
+// 2+ rows with hidden_size <= 256, else the whole batch at once: its result depends on its thread
+// count. Korch takes one row at a time (the two agree for batch 1 and whenever onnxruntime has a
+// thread per row), so a sequence's result does not depend on its neighbours' hidden states.
+// Limits: sequence_lens must be absent or every entry the full sequence length (shorter sequences
+// change which rows onnxruntime quantizes together).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "ir/ops/rnn_internal.h"
+
+namespace korch {
+namespace {
+
+using namespace rnn;
+
+constexpr const char* kOp = "DynamicQuantizeLSTM";
+
+struct QuantLstmConfig {
+  int num_directions = 1;
+  bool reverse_only = false;
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0;
+  bool has_clip = false;
+  float clip = 0.f;
+  bool input_forget = false;
+  bool per_column_w = false, per_column_r = false;
+  std::vector<Activation> acts;
+};
+
+QuantLstmConfig make_config(const Node& node, const std::vector<const TensorType*>& types, int num_outputs) {
+  const Attributes& attrs = node.attrs;
+  QuantLstmConfig c;
+  const int n_in = static_cast<int>(types.size());
+  if (n_in > 12) fail("{} takes at most 12 inputs, got {}", kOp, n_in);
+  if (num_outputs > 3) fail("{} has at most 3 outputs, got {}", kOp, num_outputs);
+  auto type_of = [&](int i) -> const TensorType* { return i < n_in ? types[static_cast<size_t>(i)] : nullptr; };
+  const char* names[] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P",
+                         "W_scale", "W_zero_point", "R_scale", "R_zero_point"};
+  for (int i : {0, 1, 2, 8, 9, 10, 11})
+    if (!type_of(i)) fail("input {} ({}) is required", i, names[i]);
+  const TensorType& x = *type_of(0);
+  ops::check_float_type(kOp, x.dtype);
+  if (x.dtype != DType::kFloat32 && x.dtype != DType::kFloat64)
+    fail_unsupported("{}: X must be float32, got {}", kOp, dtype_name(x.dtype));
+  const std::string dir = attrs.get_string("direction", "forward");
+  if (dir == "reverse") c.reverse_only = true;
+  else if (dir == "bidirectional") c.num_directions = 2;
+  else if (dir != "forward") fail("direction must be forward, reverse or bidirectional, got '{}'", dir);
+  if (attrs.get_int("layout", 0) != 0) fail_unsupported("{}: layout 1 is not supported", kOp);
+  if (attrs.has("clip")) {
+    c.has_clip = true;
+    c.clip = attrs.get_float("clip", 0.f);
+    if (!(c.clip > 0.f)) fail("clip must be positive, got {}", c.clip);
+  }
+  const int64_t forget = attrs.get_int("input_forget", 0);
+  if (forget != 0 && forget != 1) fail("input_forget must be 0 or 1, got {}", forget);
+  c.input_forget = forget == 1;
+
+  const TensorType& w = *type_of(1);
+  const TensorType& r = *type_of(2);
+  if (x.rank() != 3) fail("X must have rank 3, got {}", type_str(x));
+  if (r.rank() != 3) fail("R must have rank 3, got {}", type_str(r));
+  c.seq = x.shape[0];
+  c.batch = x.shape[1];
+  c.input = x.shape[2];
+  c.hidden = r.shape[1];
+  if (attrs.has("hidden_size") && attrs.get_int("hidden_size") != c.hidden)
+    fail("hidden_size is {} but R has shape {}", attrs.get_int("hidden_size"), shape_str(r.shape));
+  const int64_t nd = c.num_directions, G = 4 * c.hidden, H = c.hidden;
+  auto expect_int8 = [&](const TensorType& t, const char* what, const Shape& s) {
+    if (t.dtype != DType::kInt8 && t.dtype != DType::kUInt8)
+      fail("{} must be int8 or uint8, got {}", what, dtype_name(t.dtype));
+    if (t.shape != s) fail("{} must have shape {}, got {}", what, shape_str(s), shape_str(t.shape));
+  };
+  expect_int8(w, "W", {nd, c.input, G});
+  expect_int8(r, "R", {nd, H, G});
+  auto expect_float = [&](const TensorType& t, const char* what, const Shape& s) {
+    if (t.dtype != x.dtype) fail("{} has element type {} but X has {}", what, dtype_name(t.dtype), dtype_name(x.dtype));
+    if (t.shape != s) fail("{} must have shape {}, got {}", what, shape_str(s), shape_str(t.shape));
+  };
+  if (const TensorType* b = type_of(3)) expect_float(*b, "B", {nd, 2 * G});
+  if (const TensorType* sl = type_of(4)) {
+    if (sl->dtype != DType::kInt32) fail("sequence_lens must be int32, got {}", dtype_name(sl->dtype));
+    if (sl->shape != Shape{c.batch}) fail("sequence_lens must have shape {}, got {}", shape_str({c.batch}), shape_str(sl->shape));
+  }
+  if (const TensorType* h0 = type_of(5)) expect_float(*h0, "initial_h", {nd, c.batch, H});
+  if (const TensorType* c0 = type_of(6)) expect_float(*c0, "initial_c", {nd, c.batch, H});
+  if (const TensorType* p = type_of(7)) expect_float(*p, "P", {nd, 3 * H});
+  // Scales and zero points: [nd] (per direction) or [nd, 4H] (per column), alike for each matrix.
+  auto quant_params = [&](int scale_i, int zp_i, const TensorType& m, const char* what) {
+    const TensorType& s = *type_of(scale_i);
+    const TensorType& z = *type_of(zp_i);
+    if (s.dtype != x.dtype) fail("{} has element type {} but X has {}", names[scale_i], dtype_name(s.dtype), dtype_name(x.dtype));
+    if (z.dtype != m.dtype) fail("{} has element type {} but {} has {}", names[zp_i], dtype_name(z.dtype), what, dtype_name(m.dtype));
+    const bool per_column = s.rank() == 2;
+    const Shape want = per_column ? Shape{nd, G} : Shape{nd};
+    if (s.shape != want) fail("{} must have shape {} or {}, got {}", names[scale_i], shape_str({nd}), shape_str({nd, G}), shape_str(s.shape));
+    if (z.shape != s.shape) fail("{} must have the shape of {}, {}, got {}", names[zp_i], names[scale_i], shape_str(s.shape), shape_str(z.shape));
+    return per_column;
+  };
+  c.per_column_w = quant_params(8, 9, w, "W");
+  c.per_column_r = quant_params(10, 11, r, "R");
+  c.acts = parse_activations(CellKind::kLstm, attrs, c.num_directions);
+  return c;
+}
+
+// Dynamic uint8 quantization parameters of `n` values (DynamicQuantizeLinear's rule; scale 1 when
+// every value is 0).
+template <typename C>
+void dynamic_params(const C* x, int64_t n, C& scale, int32_t& zp) {
+  C lo = C(0), hi = C(0);
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  scale = hi == lo ? C(1) : (hi - lo) / C(255);
+  const C z = std::max(C(0), std::min(C(255), C(0) - lo / scale));
+  zp = static_cast<int32_t>(std::nearbyint(z));
+}
+
+template <typename C>
+void quantize(const C* x, int64_t n, C scale, int32_t zp, int32_t* q) {
+  for (int64_t i = 0; i < n; ++i) {
+    const C v = std::nearbyint(x[i] / scale) + static_cast<C>(zp);
+    q[i] = static_cast<int32_t>(std::max(C(0), std::min(C(255), v)));
+  }
+}
+
+// One direction's quantized matrix: values minus the zero point, [K, G] row-major, and the scale of
+// each column.
+template <typename C>
+struct QuantMatrix {
+  std::vector<int32_t> w;  // q - zero_point
+  std::vector<C> scale;    // one per column
+};
+
+template <typename C>
+QuantMatrix<C> load_matrix(const Tensor& m, const Tensor& scale, const Tensor& zp, int64_t d, int64_t K, int64_t G,
+                           bool per_column, const char* what) {
+  QuantMatrix<C> out;
+  const int64_t per_dir = per_column ? G : 1;
+  const int64_t z0 = zp.get_as_int(d * per_dir);
+  for (int64_t i = 1; i < per_dir; ++i)
+    if (zp.get_as_int(d * per_dir + i) != z0)
+      fail_unsupported("{}: {} zero point must be one value per direction (onnxruntime requires it)", kOp, what);
+  out.w.resize(static_cast<size_t>(K * G));
+  for (int64_t i = 0; i < K * G; ++i) out.w[static_cast<size_t>(i)] = static_cast<int32_t>(m.get_as_int(d * K * G + i) - z0);
+  out.scale.resize(static_cast<size_t>(G));
+  for (int64_t n = 0; n < G; ++n) out.scale[static_cast<size_t>(n)] = static_cast<C>(scale.get_as_double(d * per_dir + (per_column ? n : 0)));
+  return out;
+}
+
+// acc[m, n] += (a_scale * w.scale[n]) * sum_k (qa[m, k] - a_zp) * w[k, n] (exact int32 sums).
+template <typename C>
+void quantized_gemm(const int32_t* qa, int32_t a_zp, C a_scale, int64_t M, int64_t K, int64_t G, const QuantMatrix<C>& w,
+                    C* acc) {
+#pragma omp parallel for if (M * K * G > 65536)
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<int32_t> sum(static_cast<size_t>(G), 0);
+    for (int64_t k = 0; k < K; ++k) {
+      const int32_t a = qa[m * K + k] - a_zp;
+      if (a == 0) continue;
+      const int32_t* row = w.w.data() + k * G;
+      for (int64_t n = 0; n < G; ++n) sum[static_cast<size_t>(n)] += a * row[n];
+    }
+    for (int64_t n = 0; n < G; ++n) acc[m * G + n] += (a_scale * w.scale[static_cast<size_t>(n)]) * static_cast<C>(sum[static_cast<size_t>(n)]);
+  }
+}
+
+template <typename C>
+std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
+  const int64_t S = c.seq, N = c.batch, I = c.input, H = c.hidden, ND = c.num_directions, G = 4 * H;
+  auto opt = [&](int i) -> const Tensor* { return ctx.has_input(i) ? &ctx.input(i) : nullptr; };
+  if (const Tensor* sl = opt(4))
+    for (int64_t b = 0; b < N; ++b)
+      if (sl->get_as_int(b) != S)
+        fail_unsupported("{}: sequence_lens[{}] = {} is shorter than the sequence ({}); only full-length sequences are supported",
+                         kOp, b, sl->get_as_int(b), S);
+  auto load = [&](const Tensor* t, int64_t n) {
+    std::vector<C> v(static_cast<size_t>(n), C(0));
+    if (t) std::copy_n(t->data<C>(), n, v.data());
+    return v;
+  };
+  const std::vector<C> X = load(opt(0), S * N * I);
+  const std::vector<C> B = load(opt(3), ND * 2 * G);
+  const std::vector<C> H0 = load(opt(5), ND * N * H);
+  const std::vector<C> C0 = load(opt(6), ND * N * H);
+  const std::vector<C> P = load(opt(7), ND * 3 * H);
+  const bool has_p = opt(7) != nullptr;
+
+  const int n_out = ctx.num_outputs();
+  std::vector<Tensor> outs;
+  for (int i = 0; i < n_out; ++i) outs.emplace_back(ctx.output_type(i));
+  auto out_ptr = [&](int i) -> C* {
+    return n_out > i && ctx.node.outputs[static_cast<size_t>(i)] != kNoValue ? outs[static_cast<size_t>(i)].data<C>() : nullptr;
+  };
+  C* y = out_ptr(0);
+  C* yh = out_ptr(1);
+  C* yc = out_ptr(2);
+
+  std::vector<int32_t> qa(static_cast<size_t>(std::max(S * N * I, N * H)));
+  std::vector<C> xproj(static_cast<size_t>(S * N * G)), xs(static_cast<size_t>(S * N * I));
+  for (int64_t d = 0; d < ND; ++d) {
+    const bool reverse = c.reverse_only || d == 1;
+    const QuantMatrix<C> w = load_matrix<C>(ctx.input(1), ctx.input(8), ctx.input(9), d, I, G, c.per_column_w, "W");
+    const QuantMatrix<C> r = load_matrix<C>(ctx.input(2), ctx.input(10), ctx.input(11), d, H, G, c.per_column_r, "R");
+    std::vector<C> bias(static_cast<size_t>(G));
+    for (int64_t n = 0; n < G; ++n) bias[static_cast<size_t>(n)] = B[static_cast<size_t>(d * 2 * G + n)] + B[static_cast<size_t>(d * 2 * G + G + n)];
+    // X in this direction's step order; its projection through W for every step at once.
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t t = reverse ? S - 1 - s : s;
+      std::copy_n(X.data() + t * N * I, N * I, xs.data() + s * N * I);
+    }
+    C x_scale;
+    int32_t x_zp;
+    dynamic_params(xs.data(), S * N * I, x_scale, x_zp);
+    quantize(xs.data(), S * N * I, x_scale, x_zp, qa.data());
+    std::fill(xproj.begin(), xproj.end(), C(0));
+    quantized_gemm(qa.data(), x_zp, x_scale, S * N, I, G, w, xproj.data());
+
+    std::vector<C> h(H0.begin() + d * N * H, H0.begin() + (d + 1) * N * H);
+    std::vector<C> cell(C0.begin() + d * N * H, C0.begin() + (d + 1) * N * H);
+    const C* p = has_p ? P.data() + d * 3 * H : nullptr;
+    const Activation* act = c.acts.data() + d * 3;
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t t = reverse ? S - 1 - s : s;
+      C* pre = xproj.data() + s * N * G;  // becomes the step's pre-activations in place
+      for (int64_t b = 0; b < N; ++b) {
+        C* row = pre + b * G;
+        C h_scale;
+        int32_t h_zp;
+        dynamic_params(h.data() + b * H, H, h_scale, h_zp);
+        quantize(h.data() + b * H, H, h_scale, h_zp, qa.data());
+        quantized_gemm(qa.data(), h_zp, h_scale, 1, H, G, r, row);
+        for (int64_t n = 0; n < G; ++n) row[n] += bias[static_cast<size_t>(n)];
+        lstm_step(row, p, act, c.input_forget, c.has_clip, c.clip, H, cell.data() + b * H, h.data() + b * H);
+        if (y) std::copy_n(h.data() + b * H, H, y + ((t * ND + d) * N + b) * H);
+      }
+    }
+    if (yh) std::copy(h.begin(), h.end(), yh + d * N * H);
+    if (yc) std::copy(cell.begin(), cell.end(), yc + d * N * H);
+  }
+  return outs;
+}
+
+std::vector<const TensorType*> types_of(const OpEvalContext& ctx, std::vector<TensorType>& storage) {
+  std::vector<const TensorType*> types;
+  storage.reserve(ctx.inputs.size());
+  for (const Tensor* t : ctx.inputs) {
+    if (t) storage.push_back(t->type());
+    types.push_back(t ? &storage.back() : nullptr);
+  }
+  return types;
+}
+
+}  // namespace
+
+void register_quantized_rnn_ops(OpRegistry& reg) {
+  OpDef def;
+  def.op_type = kOp;
+  def.domain = "com.microsoft";
+  def.infer = [](const OpInferContext& ctx) {
+    const QuantLstmConfig c = make_config(ctx.node, ctx.input_types, ctx.num_outputs());
+    const int64_t nd = c.num_directions;
+    std::vector<TensorType> out;
+    for (int i = 0; i < ctx.num_outputs(); ++i)
+      out.push_back({ctx.input(0).dtype, i == 0 ? Shape{c.seq, nd, c.batch, c.hidden} : Shape{nd, c.batch, c.hidden}});
+    return out;
+  };
+  def.eval = [](const OpEvalContext& ctx) {
+    std::vector<TensorType> storage;
+    const QuantLstmConfig c = make_config(ctx.node, types_of(ctx, storage), ctx.num_outputs());
+    if (ctx.input(0).dtype() == DType::kFloat64) return run<double>(c, ctx);
+    return run<float>(c, ctx);
+  };
+  reg.add(std::move(def));
+}
+
+}  // namespace korch
