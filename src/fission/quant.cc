@@ -21,7 +21,9 @@
 //     y = Cast(Clip(Add(Round(Mul(Cast(c, f64), m)), yzp), lo, hi), u8|s8)
 //   QLinearMatMul: the same with MatMulInteger (a per tensor, b per tensor or per column).
 //   ConvInteger / MatMulInteger with a nonzero constant weight zero point: the zero point is
-//     folded into the constant weights (int8 when w - wzp fits, which int8 kernels need).
+//     folded into the constant weights (int8 when w - wzp fits, which int8 kernels need); where it
+//     does not fit (uint8 weights), y = Linear(x, w - 128) + (128 - wzp) * Linear(x, ones) (the
+//     second a sum over each receptive field; split_weight_zero_point).
 //
 // Per-tensor QuantizeLinear / DequantizeLinear with constant parameters are elementwise primitives
 // (ir/primitive.h) and reach these rules only as constants to fold. What a rule cannot express
@@ -161,8 +163,78 @@ std::optional<ValueId> fold_weight_zero_point(FissionBuilder& b, ValueId w, Valu
   return b.constant(Tensor::from_vector<int8_t>(out, ws));
 }
 
+// A constant weight zero point that does not fold (uint8 weights, as quantize_dynamic's QUInt8
+// writes them): with a shift s (128 for uint8, 0 for int8) such that w - s fits int8,
+//   sum (x - xzp)(w - zp) = sum (x - xzp)(w - s) + (s - zp) * sum (x - xzp),
+// the first an int8 linear primitive and the second the sum of (x - xzp) over each output's
+// receptive field: a ConvInteger with all-ones int8 weights (one output channel per group, the
+// node's pads, strides and dilations) or, for MatMulInteger, a ReduceSum over K. Exact in int32,
+// as the interpreter's sum is. nullopt when w or zp is not a constant or the layout is unknown.
+std::optional<ValueId> split_weight_zero_point(FissionBuilder& b, const std::string& op, const Attributes& attrs,
+                                               ValueId x, ValueId w, ValueId xzp, ValueId wzp) {
+  const Tensor* wt = b.constant_value(w);
+  const Tensor* zt = b.constant_value(wzp);
+  if (!wt || !zt || (wt->dtype() != DType::kUInt8 && wt->dtype() != DType::kInt8)) return std::nullopt;
+  const bool conv = op == "ConvInteger";
+  if (xzp != kNoValue && b.type(xzp).numel() != 1) return std::nullopt;  // MatMulInteger's per-row a_zero_point
+  const Shape& ws = wt->shape();
+  const int64_t channels = conv ? ws[0] : ws.back();  // output channels (columns for MatMul)
+  const std::vector<int64_t> zv = zt->to_int_vector();
+  if (zv.size() != 1 && static_cast<int64_t>(zv.size()) != channels) return std::nullopt;
+  const int64_t shift = wt->dtype() == DType::kUInt8 ? 128 : 0;
+  const std::vector<int64_t> wv = wt->to_int_vector();
+  std::vector<int8_t> w8(wv.size());
+  for (size_t i = 0; i < wv.size(); ++i) w8[i] = static_cast<int8_t>(wv[i] - shift);
+  std::vector<int32_t> k(zv.size());
+  for (size_t i = 0; i < zv.size(); ++i) k[i] = static_cast<int32_t>(shift - zv[i]);
+
+  std::vector<ValueId> ins = {x, b.constant(Tensor::from_vector<int8_t>(w8, ws))};
+  if (xzp != kNoValue) ins.push_back(xzp);
+  ValueId main = b.add1(op, ins, attrs);
+  const Shape y = b.type(main).shape;
+  const size_t rank = y.size();
+  // k per output channel ([1, M, 1..] against y) or one scalar.
+  std::vector<int32_t> kv = k;
+  Shape k_shape;
+  if (k.size() > 1) {
+    k_shape.assign(conv ? rank : 1, 1);
+    k_shape[conv ? 1 : 0] = channels;
+  }
+  ValueId sum;  // sum of (x - xzp) over each output's receptive field
+  if (conv) {
+    const int64_t groups = attrs.get_int("group", 1);
+    if (groups < 1 || channels % groups != 0) return std::nullopt;
+    Shape ones_shape = ws;
+    ones_shape[0] = groups;
+    const std::vector<int8_t> ones(static_cast<size_t>(shape_numel(ones_shape)), 1);
+    std::vector<ValueId> ones_ins = {x, b.constant(Tensor::from_vector<int8_t>(ones, ones_shape))};
+    if (xzp != kNoValue) ones_ins.push_back(xzp);
+    sum = b.add1(op, ones_ins, attrs);  // [N, groups, spatial..]
+    if (groups > 1 && groups != channels) {
+      // [N, groups, 1, spatial..] against k [1, groups, M / groups, 1..]: each group's sum serves
+      // its own output channels; the product is reshaped to y's [N, M, spatial..] below.
+      Shape s1 = b.type(sum).shape;
+      s1.insert(s1.begin() + 2, 1);
+      sum = b.reshape(sum, s1);
+      kv.assign(static_cast<size_t>(channels), 0);
+      for (int64_t c = 0; c < channels; ++c) kv[static_cast<size_t>(c)] = k.size() > 1 ? k[static_cast<size_t>(c)] : k[0];
+      k_shape.assign(rank + 1, 1);
+      k_shape[1] = groups;
+      k_shape[2] = channels / groups;
+    }
+  } else {
+    ValueId d = b.cast(x, DType::kInt32);
+    if (xzp != kNoValue) d = b.elementwise("Sub", {d, b.cast(xzp, DType::kInt32)});
+    sum = b.reduce("ReduceSum", d, {static_cast<int64_t>(b.type(x).shape.size()) - 1});  // [.., M, 1]
+  }
+  ValueId corr = b.elementwise("Mul", {sum, b.constant(Tensor::from_vector<int32_t>(kv, k_shape))});
+  if (b.type(corr).shape.size() > rank) corr = b.reshape(corr, y);
+  return b.elementwise("Add", {main, corr});
+}
+
 // ConvInteger / MatMulInteger (x, w, x_zero_point?, w_zero_point?) as a linear primitive: the
-// weight zero point folded into the weights, or the node as is when it cannot be.
+// weight zero point folded into the weights, or split off (split_weight_zero_point), or the node
+// as is when neither can be done.
 ValueId integer_linear(FissionBuilder& b, const std::string& op, const Attributes& attrs, ValueId x, ValueId w,
                        ValueId xzp, ValueId wzp) {
   const bool conv = op == "ConvInteger";
@@ -172,6 +244,8 @@ ValueId integer_linear(FissionBuilder& b, const std::string& op, const Attribute
     if (auto folded = fold_weight_zero_point(b, w, wzp, axis)) {
       w = *folded;
       wzp = kNoValue;
+    } else if (conv || b.type(w).shape.size() == 2) {
+      if (auto split = split_weight_zero_point(b, op, attrs, x, w, xzp, wzp)) return *split;
     }
   }
   std::vector<ValueId> ins = {x, w, xzp};

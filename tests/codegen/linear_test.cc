@@ -530,5 +530,26 @@ TEST(LinearConv, Int8PointwiseWithEpilogueIsExactAndJit) {
   EXPECT_NE(impl.rfind("ref", 0), 0u) << impl;
 }
 
+// The receptive-field sum that fission adds for uint8 weights whose zero point does not fold
+// (split_weight_zero_point): a grouped ConvInteger with all-ones int8 weights, one output channel
+// per group, strides, asymmetric pads and the input's zero point, on oneDNN's int8 kernels.
+TEST(LinearConv, GroupedAllOnesInt8SumIsALibraryStep) {
+  using namespace linear_test;
+  Builder b;
+  ValueId x = b.g.add_input("x", {DType::kUInt8, {1, 4, 7, 6}});
+  ValueId ones = b.g.add_constant("ones", Tensor::from_vector<int8_t>(std::vector<int8_t>(2 * 2 * 3 * 3, 1), {2, 2, 3, 3}));
+  Attributes a;
+  a.set("group", int64_t{2});
+  a.set("strides", std::vector<int64_t>{2, 1});
+  a.set("pads", std::vector<int64_t>{1, 0, 1, 2});
+  b.op("ConvInteger", {x, ones, b.g.add_constant("xzp", Tensor::scalar<uint8_t>(131))}, a);
+  LinearMatch m = run_case(b, {0, true}, "auto");
+  ASSERT_EQ(m.desc.at("dtypes").at("dst"), "s32");
+  m.desc["operand_slots"] = std::vector<int>(m.desc.at("operands").size(), 0);
+  m.desc["result_slot"] = 0;
+  const std::string impl = LinearStep::create(m.desc)->implementation();
+  EXPECT_NE(impl.rfind("ref", 0), 0u) << impl;
+}
+
 }  // namespace
 }  // namespace korch::cpu

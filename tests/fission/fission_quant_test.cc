@@ -97,14 +97,60 @@ TEST(FissionQuant, IntegerLinearOpsFoldTheirWeightZeroPoint) {
   Graph pm = expect_fission_equivalent(m, 0.0);
   EXPECT_EQ(count_op(pm, "MatMulInteger"), 1);
 
-  // Weights whose difference leaves int8 stay an operator (the reference runs it).
-  std::vector<uint8_t> wide = {0, 255, 3, 250};
-  Graph k = single_op_graph("MatMulInteger", {in(DType::kUInt8, {3, 2}), cst(Tensor::from_vector<uint8_t>(wide, {2, 2})),
-                                              absent(), cst(Tensor::scalar<uint8_t>(1))},
+  // Weights that are not constants stay an operator (the reference runs it).
+  Graph k = single_op_graph("MatMulInteger", {in(DType::kUInt8, {3, 2}), in(DType::kUInt8, {2, 2}), absent(),
+                                              cst(Tensor::scalar<uint8_t>(1))},
                             {}, 10);
   Graph pk = fission(k);
   ASSERT_EQ(pk.nodes.size(), 1u);
   EXPECT_EQ(primitive_kind(pk, pk.nodes[0]), PrimitiveKind::kOperator);
+}
+
+// uint8 weights over their whole range, whose zero point does not fold into int8 (quantize_dynamic's
+// QUInt8): Linear(x, w - 128) + (128 - zp) * (sum of x - x_zp over the receptive field), exact.
+TEST(FissionQuant, IntegerLinearOpsSplitAWeightZeroPointThatDoesNotFold) {
+  auto wide = [](Shape s, uint64_t seed) {
+    std::vector<uint8_t> v(static_cast<size_t>(shape_numel(s)));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>((i * 97 + seed * 31) % 256);
+    return Tensor::from_vector<uint8_t>(v, s);
+  };
+  struct ConvCase {
+    int64_t c, m, group;
+    bool per_channel;
+  };
+  for (const ConvCase& cc : {ConvCase{3, 4, 1, false}, ConvCase{3, 4, 1, true}, ConvCase{4, 4, 4, true},
+                             ConvCase{4, 6, 2, true}, ConvCase{4, 6, 2, false}}) {
+    SCOPED_TRACE(fmt::format("C {} M {} group {} per channel {}", cc.c, cc.m, cc.group, cc.per_channel));
+    Attributes attrs;
+    attrs.set("pads", std::vector<int64_t>{1, 0, 1, 2});
+    attrs.set("strides", std::vector<int64_t>{2, 1});
+    attrs.set("group", cc.group);
+    std::vector<uint8_t> zp(static_cast<size_t>(cc.per_channel ? cc.m : 1));
+    for (size_t i = 0; i < zp.size(); ++i) zp[i] = static_cast<uint8_t>(3 + 61 * i);
+    Graph g = single_op_graph("ConvInteger",
+                              {in(DType::kUInt8, {2, cc.c, 7, 6}), cst(wide({cc.m, cc.c / cc.group, 3, 3}, 5)),
+                               cst(Tensor::scalar<uint8_t>(131)),
+                               cst(cc.per_channel ? Tensor::from_vector<uint8_t>(zp, {cc.m}) : Tensor::scalar<uint8_t>(zp[0]))},
+                              attrs, 10);
+    Graph p = expect_fission_equivalent(g, 0.0);
+    EXPECT_EQ(count_op(p, "ConvInteger"), 2);  // the int8 weights and the all-ones receptive-field sum
+    for (const Node& n : p.nodes)
+      if (n.op_type == "ConvInteger") {
+        EXPECT_EQ(p.type(n.inputs[1]).dtype, DType::kInt8);
+        EXPECT_EQ(primitive_kind(p, n), PrimitiveKind::kLinear);
+      }
+  }
+  for (bool per_column : {false, true}) {
+    SCOPED_TRACE(fmt::format("MatMulInteger per column {}", per_column));
+    Graph m = single_op_graph("MatMulInteger",
+                              {in(DType::kUInt8, {2, 3, 6}), cst(wide({6, 5}, 9)), in(DType::kUInt8, {}),
+                               cst(per_column ? Tensor::from_vector<uint8_t>({0, 255, 7, 128, 201}, {5})
+                                              : Tensor::scalar<uint8_t>(250))},
+                              {}, 10);
+    Graph pm = expect_fission_equivalent(m, 0.0);
+    EXPECT_EQ(count_op(pm, "MatMulInteger"), 1);
+    EXPECT_EQ(count_op(pm, "ReduceSum"), 1);
+  }
 }
 
 TEST(FissionQuant, QLinearConvAndMatMulRequantizeExactly) {

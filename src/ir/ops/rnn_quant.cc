@@ -163,7 +163,11 @@ QuantMatrix<C> load_matrix(const Tensor& m, const Tensor& scale, const Tensor& z
     if (zp.get_as_int(d * per_dir + i) != z0)
       fail_unsupported("{}: {} zero point must be one value per direction (onnxruntime requires it)", kOp, what);
   out.w.resize(static_cast<size_t>(K * G));
-  for (int64_t i = 0; i < K * G; ++i) out.w[static_cast<size_t>(i)] = static_cast<int32_t>(m.get_as_int(d * K * G + i) - z0);
+  auto widen = [&](const auto* q) {
+    for (int64_t i = 0; i < K * G; ++i) out.w[static_cast<size_t>(i)] = static_cast<int32_t>(q[d * K * G + i] - z0);
+  };
+  if (m.dtype() == DType::kInt8) widen(m.data<int8_t>());
+  else widen(m.data<uint8_t>());
   out.scale.resize(static_cast<size_t>(G));
   for (int64_t n = 0; n < G; ++n) out.scale[static_cast<size_t>(n)] = static_cast<C>(scale.get_as_double(d * per_dir + (per_column ? n : 0)));
   return out;
