@@ -1,14 +1,17 @@
 """Latency of one model in a peer runtime, for `korch bench` (it runs this next to Korch in the same run).
 
   python bench/peer_latency.py MODEL.onnx --peer onnxruntime|openvino --threads 2 --warmup 5 --runs 30 [--seed 0]
+                                [--feeds FEEDS.json]
 
 onnxruntime: all graph optimisations (ORT_ENABLE_ALL), intra-op threads = --threads, inter-op 1,
 sequential execution, CPUExecutionProvider.
 openvino: Core().compile_model(MODEL, "CPU") with PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS =
 --threads, INFERENCE_PRECISION_HINT=f32 (no bf16/fp16 down-conversion), one stream; the model is
 read from the ONNX file directly.
-Both: fp32, inputs U(-1, 1) floats / [0, 10) integers / {0, 1} booleans like Korch's
---random-inputs, dynamic dims as 1. Prints one JSON line: {"peer", "version", "median_ms", "p10_ms",
+Both: fp32. --feeds (what `korch bench` passes): a JSON object naming the .npy file of each input,
+the very arrays Korch runs (so the shapes it was compiled for) plus the values --bind gave; an
+input it does not name is an error. Without --feeds: inputs U(-1, 1) floats / [0, 10) integers /
+{0, 1} booleans like Korch's --random-inputs, dynamic dims as 1. Prints one JSON line: {"peer", "version", "median_ms", "p10_ms",
 "p90_ms", "runs", "samples_ms"}. Exits 3 with one line when the peer is not installed.
 """
 import argparse
@@ -35,7 +38,20 @@ def random_feed(rng, name, type_name, shape):
     return rng.integers(0, 10, shape).astype(t)
 
 
-def onnxruntime_runner(model, threads, rng):
+def make_feeds(rng, feeds, inputs):
+    """{name: array} for inputs [(name, type name, shape)]: from the --feeds files, else random."""
+    if feeds is None:
+        return {n: random_feed(rng, n, t, s) for n, t, s in inputs}
+    out = {}
+    for n, _, _ in inputs:
+        if n not in feeds:
+            sys.exit(f"input '{n}' has no value in --feeds: an input bound when the artifact was compiled "
+                     f"needs korch bench --bind {n}=FILE.npy too")
+        out[n] = np.load(feeds[n])
+    return out
+
+
+def onnxruntime_runner(model, threads, rng, feeds):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -43,24 +59,25 @@ def onnxruntime_runner(model, threads, rng):
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    feeds = {i.name: random_feed(rng, i.name, i.type, i.shape) for i in sess.get_inputs()}
-    return (lambda: sess.run(None, feeds)), ort.__version__
+    x = make_feeds(rng, feeds, [(i.name, i.type, i.shape) for i in sess.get_inputs()])
+    return (lambda: sess.run(None, x)), ort.__version__
 
 
-def openvino_runner(model, threads, rng):
+def openvino_runner(model, threads, rng, feeds_given):
     import openvino as ov
     # Input names and types from the ONNX file itself, so both peers get the same feeds.
     import onnx
     m = onnx.load(model, load_external_data=False)
     init = {t.name for t in m.graph.initializer}
     names = {1: "tensor(float)", 11: "tensor(double)", 7: "tensor(int64)", 6: "tensor(int32)", 9: "tensor(bool)"}
-    feeds = {}
+    ins = []
     for i in m.graph.input:
         if i.name in init:
             continue
         tt = i.type.tensor_type
         shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
-        feeds[i.name] = random_feed(rng, i.name, names.get(tt.elem_type, str(tt.elem_type)), shape)
+        ins.append((i.name, names.get(tt.elem_type, str(tt.elem_type)), shape))
+    feeds = make_feeds(rng, feeds_given, ins)
     core = ov.Core()
     compiled = core.compile_model(model, "CPU", {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
                                                  "INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": 1})
@@ -82,10 +99,15 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--feeds", default=None, help="JSON object: input name -> .npy file")
     a = ap.parse_args()
+    feeds = None
+    if a.feeds:
+        with open(a.feeds) as f:
+            feeds = json.load(f)
     rng = np.random.default_rng(a.seed)
     try:
-        run, version = {"onnxruntime": onnxruntime_runner, "openvino": openvino_runner}[a.peer](a.model, a.threads, rng)
+        run, version = {"onnxruntime": onnxruntime_runner, "openvino": openvino_runner}[a.peer](a.model, a.threads, rng, feeds)
     except ModuleNotFoundError as e:
         print(f"{a.peer} is not installed for {sys.executable} ({e})")
         sys.exit(3)

@@ -112,9 +112,11 @@ def _run_korch(korch: Path, args: list[str], seed: int, out_dir: Path) -> tuple[
     return wall, proc.stdout
 
 
-def _ort_run(model: Path, feeds_dir: Path, threads: int) -> tuple[list[str], list[np.ndarray], float]:
+def _ort_run(model: Path, feeds_dir: Path, threads: int,
+             bound: dict[str, Path] | None = None) -> tuple[list[str], list[np.ndarray], float]:
     """onnxruntime (CPU, graph optimizations disabled) on the inputs korch wrote to
-    ``feeds_dir``: (output names, outputs, seconds)."""
+    ``feeds_dir`` (an input korch had bound to a file, ``bound``, from that file):
+    (output names, outputs, seconds)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -124,7 +126,7 @@ def _ort_run(model: Path, feeds_dir: Path, threads: int) -> tuple[list[str], lis
     sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
     feeds = {}
     for i in sess.get_inputs():
-        f = feeds_dir / npy_name(i.name)
+        f = (bound or {}).get(i.name) or feeds_dir / npy_name(i.name)
         if not f.is_file():
             raise KorchError(f"korch did not write input '{i.name}' as {f.name}")
         feeds[i.name] = np.load(f)
@@ -235,7 +237,9 @@ def compare_f64(model: Path | str, korch: Path | str | None = None, seed: int = 
         _, said = _run_korch(korch, [str(model), *load_args, "--backend", "reference", "--f64"], seed, ref)
         res.kept_f32 = next((l for l in said.splitlines() if l.startswith("kept in float32")), "")
         _run_korch(korch, [str(model), *load_args, "--backend", backend, *korch_args], seed, out)
-        names, ort_outs, _ = _ort_run(model, out, threads)
+        bound = {v.split("=", 1)[0]: Path(v.split("=", 1)[1])
+                 for flag, v in zip(load_args, load_args[1:]) if flag == "--bind"}
+        names, ort_outs, _ = _ort_run(model, out, threads, bound)
         for name, want in zip(names, ort_outs):
             files = [d / npy_name(name) for d in (out, ref)]
             missing = [f"{f.parent.name}/{f.name}" for f in files if not f.is_file()]

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "compile_flags.h"
 #include "ir/random.h"
+#include "ir/tensor_io.h"
 #include "ir/tensor_compare.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/executable.h"
@@ -94,10 +95,11 @@ struct Peer {
 };
 
 // Runs a peer (bench/peer_latency.py) in a child process; adds its per-run samples, or says why not.
-bool time_peer(Peer& peer, const std::string& model_file, int threads, int warmup, int runs) {
+// `feeds`: a JSON file naming the .npy each model input takes (the inputs Korch runs).
+bool time_peer(Peer& peer, const std::string& model_file, const std::string& feeds, int threads, int warmup, int runs) {
   const std::string script = peer_script();
-  std::string cmd = fmt::format("'{}' '{}' '{}' --peer {} --threads {} --warmup {} --runs {}", python_for_peer(), script,
-                                model_file, peer.name, threads, warmup, runs);
+  std::string cmd = fmt::format("'{}' '{}' '{}' --peer {} --threads {} --warmup {} --runs {} --feeds '{}'", python_for_peer(),
+                                script, model_file, peer.name, threads, warmup, runs, feeds);
   std::string out;
   int rc = run_shell(cmd, &out);
   size_t brace = out.rfind('{');
@@ -202,6 +204,21 @@ Command add_bench(CLI::App& app) {
     std::mt19937_64 rng(0);
     std::vector<Tensor> inputs;
     for (const TensorType& t : exe->input_types()) inputs.push_back(random_tensor(t, rng));
+    // The peers run the original model on the same inputs (the shapes the artifact was compiled
+    // for, not the model's dynamic dimensions as 1) and on the values --bind gave inputs that the
+    // artifact folded away (without them a peer says which input it misses).
+    nlohmann::json feeds = nlohmann::json::object();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::string f = (work / fmt::format("peer_input_{}.npy", i)).string();
+      save_npy(f, inputs[i]);
+      feeds[exe->input_names()[i]] = f;
+    }
+    for (const std::string& b : o->load.binds) {
+      const size_t eq = b.find('=');
+      if (eq != std::string::npos) feeds[b.substr(0, eq)] = fs::absolute(b.substr(eq + 1)).string();
+    }
+    const std::string feeds_file = (work / "peer_feeds.json").string();
+    write_file_bytes(feeds_file, feeds.dump());
     double agreement = -1;
     if (unfused) {
       auto a = exe->run(inputs), b = unfused->run(inputs);
@@ -224,7 +241,7 @@ Command add_bench(CLI::App& app) {
     for (int r = 0; r < o->rounds; ++r) {
       time_executable(*exe, inputs, o->warmup, o->runs, tk);
       for (Peer& peer : peers)
-        if (peer.ok) time_peer(peer, peer_file, o->cpu.threads, o->warmup, o->runs);
+        if (peer.ok) time_peer(peer, peer_file, feeds_file, o->cpu.threads, o->warmup, o->runs);
       if (unfused) time_executable(*unfused, inputs, o->warmup, o->runs, tu);
     }
     fmt::print("\nbench {} on cpu, {} threads, {} rounds x {} runs (median, p10-p90 in ms)\n", model.empty() ? fused_dir : model,

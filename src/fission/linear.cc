@@ -15,11 +15,16 @@
 //            Y = Conv(X, W)                           same attributes, no bias: linear
 //            Y = Add(Y, Expand(Reshape(B, [1,M,1,1]), shape(Y)))
 //          (the Reshape of a constant bias folds); without B the rule emits the bias-free Conv as is.
-//   ConvTranspose: the same with ConvTranspose.
+//   ConvTranspose: the same with ConvTranspose. One whose windows tile the output
+//   (patch_conv_transpose: stride = kernel, no padding), X: f32[N,C,H,W], W: f32[C,M,kh,kw] ->
+//            P = MatMul(Transpose(X, [0,2,3,1]), Reshape(W, [C, M*kh*kw]))     f32[N,H,W,M*kh*kw]
+//            Y = Reshape(Transpose(Reshape(P, [N,H,W,M,kh,kw]), [0,3,1,4,2,5]), [N,M,H*kh,W*kw])
+//          (any number of spatial dims; the bias as above).
 //
 // Note: primitive_kind classifies Conv/ConvTranspose with a bias input as an operator (they are
 // affine, not linear), so these rules are reached only for biased convolutions.
 #include "fission/fission.h"
+#include "ir/primitive.h"
 
 #include <cmath>
 
@@ -55,9 +60,41 @@ std::vector<ValueId> gemm_rule(FissionBuilder& b, const Node& n, const std::vect
   return {b.cast(y, dt)};
 }
 
+ValueId transpose(FissionBuilder& b, ValueId v, std::vector<int64_t> perm) {
+  Attributes a;
+  a.set("perm", std::move(perm));
+  return b.add1("Transpose", {v}, std::move(a));
+}
+
+// A ConvTranspose whose windows tile the output (patch_conv_transpose) as one MatMul per input
+// pixel and a layout step placing each pixel's kh x kw (x ...) patch.
+ValueId patch_conv_transpose_rule(FissionBuilder& b, ValueId x, ValueId w) {
+  const Shape xs = b.type(x).shape, ws = b.type(w).shape;
+  const int64_t s = static_cast<int64_t>(xs.size()) - 2, m = ws[1];
+  int64_t patch = 1;
+  for (int64_t i = 0; i < s; ++i) patch *= ws[static_cast<size_t>(2 + i)];
+  std::vector<int64_t> to_last = {0};  // [N, spatial.., C]
+  for (int64_t i = 0; i < s; ++i) to_last.push_back(2 + i);
+  to_last.push_back(1);
+  ValueId p = b.add1("MatMul", {transpose(b, x, to_last), b.reshape(w, {ws[0], m * patch})});
+  Shape split = {xs[0]};  // [N, spatial.., M, k..]
+  for (int64_t i = 0; i < s; ++i) split.push_back(xs[static_cast<size_t>(2 + i)]);
+  split.push_back(m);
+  for (int64_t i = 0; i < s; ++i) split.push_back(ws[static_cast<size_t>(2 + i)]);
+  std::vector<int64_t> perm = {0, s + 1};  // [N, M, (spatial_i, k_i)..]
+  Shape y = {xs[0], m};
+  for (int64_t i = 0; i < s; ++i) {
+    perm.push_back(1 + i);
+    perm.push_back(s + 2 + i);
+    y.push_back(xs[static_cast<size_t>(2 + i)] * ws[static_cast<size_t>(2 + i)]);
+  }
+  return b.reshape(transpose(b, b.reshape(p, split), perm), y);
+}
+
 FissionRule conv_rule(const std::string& op) {
   return [op](FissionBuilder& b, const Node& n, const std::vector<ValueId>& in) {
-    ValueId y = b.add1(op, {in[0], in[1]}, n.attrs);
+    ValueId y = op == "ConvTranspose" && patch_conv_transpose(n.attrs, b.type(in[0]), b.type(in[1]).shape) ? patch_conv_transpose_rule(b, in[0], in[1])
+                                                                            : b.add1(op, {in[0], in[1]}, n.attrs);
     if (in.size() < 3 || in[2] == kNoValue) return std::vector<ValueId>{y};
     const Shape& ys = b.type(y).shape;
     Shape bias_shape(ys.size(), 1);

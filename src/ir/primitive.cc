@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "ir/dtype.h"
+
 namespace korch {
 
 namespace {
@@ -110,9 +112,36 @@ bool separable_max_pool(const Graph& g, const Node& n) {
   return 2 * (k[0] * oh * w + k[1] * oh * ow) <= k[0] * k[1] * oh * ow;
 }
 
+bool patch_conv_transpose(const Attributes& a, const TensorType& xt, const Shape& w) {
+  const Shape& x = xt.shape;
+  const size_t spatial = x.size() >= 3 ? x.size() - 2 : 0;
+  if (spatial == 0 || w.size() != x.size() || a.get_int("group", 1) != 1 || !is_float(xt.dtype)) return false;
+  const std::string ap = a.get_string("auto_pad", "NOTSET");
+  if (ap != "NOTSET" && ap != "VALID" && !ap.empty()) return false;
+  const std::vector<int64_t> strides = a.get_ints("strides"), dil = a.get_ints("dilations");
+  const std::vector<int64_t> out_shape = a.get_ints("output_shape");
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t k = w[2 + i];
+    if ((strides.size() > i ? strides[i] : 1) != k || (dil.size() > i ? dil[i] : 1) != 1) return false;
+    // output_shape, when given, must be the tiling itself (it would otherwise imply padding).
+    if (!out_shape.empty() && out_shape[out_shape.size() - spatial + i] != x[2 + i] * k) return false;
+  }
+  for (int64_t v : a.get_ints("pads"))
+    if (v != 0) return false;
+  for (int64_t v : a.get_ints("output_padding"))
+    if (v != 0) return false;
+  return true;
+}
+
+bool patch_conv_transpose(const Graph& g, const Node& n) {
+  if (n.op_type != "ConvTranspose" || n.inputs.size() < 2 || n.inputs[0] == kNoValue || n.inputs[1] == kNoValue)
+    return false;
+  return patch_conv_transpose(n.attrs, g.type(n.inputs[0]), g.type(n.inputs[1]).shape);
+}
+
 PrimitiveKind primitive_kind(const Graph& g, const Node& n) {
   const std::string& op = n.op_type;
-  if (separable_max_pool(g, n)) return PrimitiveKind::kOperator;
+  if (separable_max_pool(g, n) || patch_conv_transpose(g, n)) return PrimitiveKind::kOperator;
   if (op == "QuantizeLinear" || op == "DequantizeLinear")
     return quantize_elementwise(g, n) ? PrimitiveKind::kElementwise : PrimitiveKind::kOperator;
   if (elementwise_ops().count(op))

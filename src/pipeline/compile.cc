@@ -171,7 +171,8 @@ std::vector<std::vector<NodeId>> kernel_sets(const KernelPlan& plan) {
 // Step 8 (compile.h). r holds the first plan, written to `dir`. Each round runs the artifact in the
 // model (run_in_model), records the in-model time of every kernel of the plan, and, when some
 // kernel departed from its cost by more than 10%, solves again; the loop stops when none departs,
-// when the plan repeats, or after `loop_rounds` rounds. The plan kept is the one that ran fastest
+// when the plan repeats, when a run stays noisy after its re-takes (nothing of it is stored), or
+// after `loop_rounds` rounds. The plan kept is the one that ran fastest
 // end to end (a later round's only when 3% faster), or an earlier compile's best plan when it was
 // more than 3% faster and runs faster again (the database keeps each model's best), so the loop
 // never makes the plan slower by more than run-to-run noise;
@@ -207,8 +208,9 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
         departed += std::abs(m - cost);
       }
       // Every kernel of the plan keeps its in-model time (not only those that depart), so the
-      // plan's predicted latency is the sum of what its kernels took in the run.
-      in_model.record(p, candidate_of(r, i), m, step_note(i, n));
+      // plan's predicted latency is the sum of what its kernels took in the run; not from a run
+      // that stayed noisy after its re-takes (a busy machine's times would steer later plans).
+      if (!run.noisy) in_model.record(p, candidate_of(r, i), m, step_note(i, n));
     }
     r.loop.rounds.push_back({predicted, run.end_to_end, departures, run.spread, run.noisy});
     say(fmt::format("closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%{}; "
@@ -218,6 +220,11 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
                     departures, n));
     seen.push_back(kernel_sets(r.orchestration.plan));
     rounds.push_back({r.orchestration, r.kernels, run});
+    if (run.noisy) {
+      say("closed loop: the run stayed noisy after its re-takes: its kernel times are not stored, and the plan is not "
+          "solved again on them");
+      break;
+    }
     // Solving again pays only when the departures add up: under 3% of the run, the plan holds.
     if (departures == 0 || departed < 0.03 * run.end_to_end || round >= o.loop_rounds) break;
     plan();  // with the in-model times recorded so far
@@ -289,7 +296,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
     k.seconds = kept.step_seconds[i];
     r.meta.kernel_extra[i] = {{"in_model_s", k.seconds}, {"isolated_s", alone}};
     k.cost_note = fmt::format("in-model {:.1f} us (alone {:.1f} us)", k.seconds * 1e6, alone * 1e6);
-    in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
+    if (!kept.noisy) in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
   }
   r.loop.kept = static_cast<int>(best) + 1;
   std::string instances;

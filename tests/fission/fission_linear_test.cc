@@ -159,5 +159,46 @@ TEST(FissionLinear, ConvTransposeBiasBecomesAnAdd) {
   EXPECT_EQ(expect_fission_equivalent(g).nodes.size(), 1u);
 }
 
+// A ConvTranspose whose windows tile the output (stride = kernel, no padding) becomes one MatMul of
+// each input pixel with the weights and a layout step that places the patches; 1-, 2- and 3-D, with
+// and without a bias, runtime or constant weights. Overlapping windows, padding or groups keep the
+// library deconvolution.
+TEST(FissionLinear, NonOverlappingConvTransposeIsAMatMulAndAPatchLayout) {
+  struct Case {
+    Shape x, w;
+    bool bias, const_w;
+  };
+  for (const Case& c : {Case{{2, 4, 3, 5}, {4, 3, 2, 2}, true, true}, Case{{1, 5, 4, 3}, {5, 2, 3, 2}, false, false},
+                        Case{{1, 3, 7}, {3, 4, 4}, true, false}, Case{{1, 2, 2, 3, 2}, {2, 3, 2, 1, 3}, false, true}}) {
+    SCOPED_TRACE(shape_str(c.x) + " " + shape_str(c.w));
+    Attributes a;
+    std::vector<int64_t> k(c.w.begin() + 2, c.w.end());
+    a.set("strides", k);
+    a.set("kernel_shape", k);
+    std::vector<OpInput> ins = {in(c.x), c.const_w ? cst(random_const(DType::kFloat32, c.w, 5)) : in(c.w)};
+    if (c.bias) ins.push_back(cst(random_const(DType::kFloat32, {c.w[1]}, 6)));
+    Graph g = single_op_graph("ConvTranspose", ins, a);
+    EXPECT_EQ(primitive_kind(g, g.nodes[0]), PrimitiveKind::kOperator);
+    Graph p = expect_fission_equivalent(g);
+    EXPECT_EQ(count_op(p, "ConvTranspose"), 0);
+    EXPECT_EQ(count_op(p, "MatMul"), 1);
+    EXPECT_EQ(count_op(p, "Add"), c.bias ? 1 : 0);
+  }
+  auto keeps_library = [](Attributes a, Shape w) {
+    Graph g = single_op_graph("ConvTranspose", {in({1, 4, 3, 3}), in(std::move(w))}, std::move(a));
+    return primitive_kind(g, g.nodes[0]) == PrimitiveKind::kLinear;
+  };
+  Attributes overlap;
+  overlap.set("strides", std::vector<int64_t>{2, 2});
+  EXPECT_TRUE(keeps_library(overlap, {4, 2, 3, 3}));
+  Attributes padded = overlap;
+  padded.set("pads", std::vector<int64_t>{1, 0, 0, 0});
+  EXPECT_TRUE(keeps_library(padded, {4, 2, 2, 2}));
+  Attributes grouped = overlap;
+  grouped.set("group", int64_t{2});
+  EXPECT_TRUE(keeps_library(grouped, {4, 1, 2, 2}));
+  EXPECT_FALSE(keeps_library(overlap, {4, 2, 2, 2}));
+}
+
 }  // namespace
 }  // namespace korch

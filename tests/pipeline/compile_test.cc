@@ -295,8 +295,9 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   fs::remove(o.measured.db_path);
 }
 
-// A whole-plan time kept in the database for later compiles (the unfused baseline, the best plan)
-// is never one from a noisy run: with every run counted noisy, none is stored.
+// A time kept in the database for later compiles (a kernel's in-model time, the unfused baseline,
+// the best plan) is never one from a noisy run: with every run counted noisy, none is stored, and
+// the loop does not solve again on them.
 TEST_F(CompileModel, NoisyInModelRunsAreNotStoredAsWholePlanTimes) {
   const Graph g = two_matmuls();  // runs of milliseconds: their spread is more than jitter
   CompileOptions o;
@@ -311,6 +312,7 @@ TEST_F(CompileModel, NoisyInModelRunsAreNotStoredAsWholePlanTimes) {
   // Had the first compile stored its unfused time, the next would reuse it to the last bit.
   o.loop_max_spread = 1e9;
   CompileResult again = compile_model(g, dir_.string(), o);
+  EXPECT_EQ(again.loop.loaded, 0);  // no kernel's in-model time either
   EXPECT_FALSE(again.loop.unfused_noisy);
   EXPECT_NE(again.loop.unfused_measured, r.loop.unfused_measured);
   CompileResult third = compile_model(g, dir_.string(), o);
