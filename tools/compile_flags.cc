@@ -65,6 +65,12 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
                  "tensors (no reorder around oneDNN's NHWC kernels); auto picks it where oneDNN prefers it")
       ->check(CLI::IsMember({"auto", "nchw", "channels-last"}));
   app.add_flag("--redo", redo, "Measured costs: measure again what the tuning database already has for this model");
+  app.add_option("--max-spread", max_spread_pct,
+                 "Measured costs: the widest spread (p10-p90 over the median, %) a timing may have; a wider one is "
+                 "taken again, then a kernel's is kept marked noisy and a run of the plan in the model is not "
+                 "stored at all")
+      ->check(CLI::PositiveNumber)
+      ->default_str("15");
   app.add_flag("--no-verify", no_verify,
                "With analytic costs: do not run the plan's kernels against the reference interpreter");
   if (!with_orchestrate) return;
@@ -92,6 +98,7 @@ CompileOptions CompileFlags::options(const std::string& model, const std::functi
   o.close_loop = !isolated_costs;
   o.layout = layout;
   o.measured.redo = redo;
+  if (max_spread_pct > 0) o.loop_max_spread = o.measured.measure.max_spread = max_spread_pct / 100;
   o.log = say;
   return o;
 }
@@ -138,7 +145,7 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     for (const auto& x : l.rounds) noisy += x.noisy;
     if (noisy)
       fmt::print("  {} in-model run(s) stayed noisy (spread above {:.0f}% after a re-take; a busy machine?): "
-                 "the plan's times are the quietest run's\n", noisy, 100 * options.loop_max_spread);
+                 "their times are not stored in the tuning database\n", noisy, 100 * options.loop_max_spread);
     fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); unfused measured {:.1f} us "
                "({:.2f}x)\n",
                l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),

@@ -32,6 +32,7 @@ struct CompileFlags {
   int threads = 2;
   bool no_prune = false, measure_device = false, no_verify = false, isolated_costs = false, redo = false;
   std::string layout = "auto";  // --layout
+  double max_spread_pct = -1;   // --max-spread; < 0: the defaults
   OrchestrateFlags orchestrate;
   // with_orchestrate: also register the search flags (compile does; run and bench take defaults).
   void add_to(CLI::App& app, bool with_orchestrate = true);
