@@ -138,13 +138,17 @@ def korch_bench(korch: Path, model: Path, load_args: tuple[str, ...], cost: str,
     env = dict(os.environ, KORCH_PROGRESS="0")
     subprocess.run([str(korch), "compile", str(model), *load_args, "--cost", cost, "-o", str(art)],
                    check=True, capture_output=True, env=env)
+    binds = [a for flag, v in zip(load_args, load_args[1:]) if flag == "--bind" for a in (flag, v)]
     r = subprocess.run([str(korch), "bench", "--artifact", str(art), "--runs", str(runs), "--rounds", str(rounds),
-                        "--no-unfused"], capture_output=True, text=True, env=env)
+                        "--no-unfused", *binds], capture_output=True, text=True, env=env)
     out = {}
     for line in r.stdout.splitlines():
         mm = re.match(r"\s+(korch|onnxruntime|openvino)\s+([0-9.]+)", line)
         if mm:
             out[mm.group(1)] = float(mm.group(2))
+        mm = re.match(r"\s+(onnxruntime|openvino)\s+\S+ did not run: (.*)", line)
+        if mm:
+            out[mm.group(1) + "_note"] = mm.group(2).strip()
     if r.returncode != 0 and not out:
         out["error"] = (r.stderr.strip().splitlines() or ["bench failed"])[-1]
     return out
@@ -200,8 +204,8 @@ def main(argv: list[str] | None = None) -> int:
              "Rule: each output of the Korch CPU artifact is no farther (relative L2) from `korch run --backend reference --f64` "
              "than onnxruntime (graph optimizations off) is, or within 1e-4; the worst output of each model is shown.", "",
              "| model | package | what | result | korch→f64 | ort→f64 | korch→ort | seconds |"
-             + (" korch ms | onnxruntime ms | openvino ms |" if args.bench else ""),
-             "|---|---|---|---|---|---|---|---|" + ("---|---|---|" if args.bench else "")]
+             + (" korch ms | onnxruntime ms | openvino ms | vs faster peer |" if args.bench else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if args.bench else "")]
     for r in rows:
         if "error" in r:
             cells = ["refused: " + r["error"].replace("|", "\\|"), "-", "-", "-"]
@@ -210,9 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         line = f"| {r['name']} | {r['package']} | {r['what']} | " + " | ".join(cells) + f" | {r['seconds']:.0f} |"
         if args.bench:
             line += " " + " | ".join(f"{r[k]:.2f}" if k in r else "-" for k in ("korch", "onnxruntime", "openvino")) + " |"
+            peers = [r[k] for k in ("onnxruntime", "openvino") if k in r]
+            line += f" {min(peers) / r['korch']:.2f}x |" if peers and "korch" in r else " - |"
         lines.append(line)
     ok = sum(1 for r in rows if r.get("ok"))
     lines += ["", f"{ok} of {len(rows)} models pass."]
+    notes = [f"- {r['name']}: {k.split('_')[0]} did not run: {r[k]}" for r in rows for k in ("onnxruntime_note", "openvino_note")
+             if k in r]
+    if notes:
+        lines += ["", "Peers that did not run:"] + notes
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
