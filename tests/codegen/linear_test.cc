@@ -14,6 +14,7 @@
 #include "runtime/cpu/cpu_kernel.h"
 #include "codegen/kernel_signature.h"
 #include "ir/interpreter.h"
+#include "ir/primitive.h"
 #include "ir/tensor_compare.h"
 #include "ir/op_registry.h"
 #include "ir/random.h"
@@ -385,9 +386,17 @@ TEST(LinearMatMul, ResidualAndBiasBatched) {
 }
 
 TEST(LinearConvTranspose, UnetShapes) {
+  {
+    // unet_small up3, k2 s2: its windows tile the output, so fission writes it as a MatMul and a
+    // patch layout (patch_conv_transpose); it never reaches the library as a deconvolution.
+    Builder b;
+    b.op("ConvTranspose", {b.input({1, 16, 7, 7}), b.weight({16, 8, 2, 2})}, attrs({{"strides", {2, 2}}}));
+    EXPECT_EQ(primitive_kind(b.g, b.g.nodes.back()), PrimitiveKind::kOperator);
+  }
   for (const char* format : {"plain", "blocked"}) {
-    Builder b;  // unet_small up3: k2 s2
-    ValueId y = b.op("ConvTranspose", {b.input({1, 16, 7, 7}), b.weight({16, 8, 2, 2})}, attrs({{"strides", {2, 2}}}));
+    Builder b;  // the k4 s2 p1 upsampler (GAN and UNet decoders), with its bias and Relu as post-ops
+    ValueId y = b.op("ConvTranspose", {b.input({1, 16, 7, 7}), b.weight({16, 8, 4, 4})},
+                     attrs({{"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}}));
     b.op("Relu", {b.bias(y)});
     run_case(b, {3, true}, format);
     Builder b2;  // up2: k3 s2 p1 output_padding 1
