@@ -145,12 +145,12 @@ void quantize(const C* x, int64_t n, C scale, int32_t zp, int32_t* q) {
   }
 }
 
-// One direction's quantized matrix: values minus the zero point (within [-255, 255]), transposed
-// to [G, K] so each output column is one contiguous int16 dot product, and the scale of each column.
+// One direction's quantized matrix: values minus the zero point (within [-255, 255]) as int16,
+// [K, G] row-major as stored, and the scale of each column.
 template <typename C>
 struct QuantMatrix {
-  std::vector<int16_t> wt;  // (q - zero_point)[k, n] at wt[n * K + k]
-  std::vector<C> scale;     // one per column
+  std::vector<int16_t> w;  // q - zero_point
+  std::vector<C> scale;    // one per column
 };
 
 template <typename C>
@@ -162,11 +162,9 @@ QuantMatrix<C> load_matrix(const Tensor& m, const Tensor& scale, const Tensor& z
   for (int64_t i = 1; i < per_dir; ++i)
     if (zp.get_as_int(d * per_dir + i) != z0)
       fail_unsupported("{}: {} zero point must be one value per direction (onnxruntime requires it)", kOp, what);
-  out.wt.resize(static_cast<size_t>(K * G));
+  out.w.resize(static_cast<size_t>(K * G));
   auto widen = [&](const auto* q) {
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t n = 0; n < G; ++n)
-        out.wt[static_cast<size_t>(n * K + k)] = static_cast<int16_t>(q[(d * K + k) * G + n] - z0);
+    for (int64_t i = 0; i < K * G; ++i) out.w[static_cast<size_t>(i)] = static_cast<int16_t>(q[d * K * G + i] - z0);
   };
   if (m.dtype() == DType::kInt8) widen(m.data<int8_t>());
   else widen(m.data<uint8_t>());
@@ -176,20 +174,26 @@ QuantMatrix<C> load_matrix(const Tensor& m, const Tensor& scale, const Tensor& z
 }
 
 // acc[m, n] += (a_scale * w.scale[n]) * sum_k (qa[m, k] - a_zp) * w[k, n]: exact int32 sums of
-// int16 products (both factors within [-255, 255]), which compilers vectorise as multiply-adds.
+// products of two values within [-255, 255], over blocks of columns (vectorised along n; in
+// parallel over rows and blocks).
 template <typename C>
 void quantized_gemm(const int32_t* qa, int32_t a_zp, C a_scale, int64_t M, int64_t K, int64_t G, const QuantMatrix<C>& w,
                     C* acc) {
-  std::vector<int16_t> a(static_cast<size_t>(M * K));
-  for (int64_t i = 0; i < M * K; ++i) a[static_cast<size_t>(i)] = static_cast<int16_t>(qa[i] - a_zp);
-#pragma omp parallel for collapse(2) if (M * K * G > 65536)
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (G + kBlock - 1) / kBlock;
+#pragma omp parallel for collapse(2) if (M * K * G > 4194304)
   for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < G; ++n) {
-      const int16_t* x = a.data() + m * K;
-      const int16_t* y = w.wt.data() + n * K;
-      int32_t sum = 0;
-      for (int64_t k = 0; k < K; ++k) sum += static_cast<int32_t>(x[k]) * static_cast<int32_t>(y[k]);
-      acc[m * G + n] += (a_scale * w.scale[static_cast<size_t>(n)]) * static_cast<C>(sum);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t n0 = blk * kBlock, nn = std::min(kBlock, G - n0);
+      int32_t sum[kBlock] = {};
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t a = qa[m * K + k] - a_zp;
+        if (a == 0) continue;
+        const int16_t* row = w.w.data() + k * G + n0;
+        for (int64_t j = 0; j < nn; ++j) sum[j] += a * static_cast<int32_t>(row[j]);
+      }
+      for (int64_t j = 0; j < nn; ++j)
+        acc[m * G + n0 + j] += (a_scale * w.scale[static_cast<size_t>(n0 + j)]) * static_cast<C>(sum[j]);
     }
 }
 
