@@ -539,6 +539,34 @@ TEST(LinearConv, Int8PointwiseWithEpilogueIsExactAndJit) {
   EXPECT_NE(impl.rfind("ref", 0), 0u) << impl;
 }
 
+// Unit spatial axes (size 1 in source, weights and destination, unpadded) are dropped before oneDNN
+// sees the problem (squeeze_unit_spatial): a 1-D convolution written in 2-D or 3-D, with its bias
+// and Relu as post-ops, a ConvTranspose, and a channels-last one must still match the reference.
+TEST(LinearConv, UnitSpatialAxesAreDropped) {
+  using namespace linear_test;
+  for (const char* format : {"auto", "blocked", "plain"}) {
+    SCOPED_TRACE(format);
+    Builder b;
+    ValueId y = b.op("Conv", {b.input({1, 8, 9, 1}), b.weight({6, 8, 3, 1})}, attrs({{"pads", {1, 0, 1, 0}}}));
+    b.op("Relu", {b.bias(y)});
+    LinearMatch m = run_case(b, {3, true}, format);
+    m.desc["format"] = format;
+    m.desc["operand_slots"] = std::vector<int>(m.desc.at("operands").size(), 0);
+    m.desc["result_slot"] = 0;
+    // oneDNN sees a 1-D problem: the source's layout tag names three axes ("abc", "acb", "abc8b"...).
+    const std::string impl = LinearStep::create(m.desc)->implementation();
+    const size_t at = impl.find(" src ") + 5;
+    const std::string tag = impl.substr(at, impl.find(' ', at) - at);
+    EXPECT_EQ(std::min(tag.find_first_of("0123456789"), tag.size()), 3u) << impl;
+  }
+  Builder b3;  // two unit axes of three
+  b3.op("Conv", {b3.input({1, 4, 1, 7, 1}), b3.weight({5, 4, 1, 3, 1})}, attrs({{"strides", {1, 2, 1}}}));
+  run_case(b3, {0, true});
+  Builder bt;
+  bt.op("ConvTranspose", {bt.input({1, 4, 5, 1}), bt.weight({4, 3, 3, 1})}, attrs({{"strides", {2, 1}}, {"pads", {1, 0, 1, 0}}}));
+  run_case(bt, {0, true});
+}
+
 // The receptive-field sum that fission adds for uint8 weights whose zero point does not fold
 // (split_weight_zero_point): a grouped ConvInteger with all-ones int8 weights, one output channel
 // per group, strides, asymmetric pads and the input's zero point, on oneDNN's int8 kernels.
