@@ -90,14 +90,20 @@ std::vector<TensorType> infer_node(const Graph& g, const Node& node) {
   return infer_node(node, g.opset, types, consts);
 }
 
-std::vector<Tensor> eval_node(const Node& node, int opset, const std::vector<const Tensor*>& inputs) {
+std::vector<const TensorType*> input_types_of(const std::vector<const Tensor*>& inputs, std::vector<TensorType>& storage) {
   std::vector<const TensorType*> types;
-  std::vector<TensorType> storage;
-  storage.reserve(inputs.size());
+  storage.clear();
+  storage.reserve(inputs.size());  // no reallocation: the pointers stay valid
   for (const Tensor* t : inputs) {
     if (t) storage.push_back(t->type());
     types.push_back(t ? &storage.back() : nullptr);
   }
+  return types;
+}
+
+std::vector<Tensor> eval_node(const Node& node, int opset, const std::vector<const Tensor*>& inputs) {
+  std::vector<TensorType> storage;
+  const std::vector<const TensorType*> types = input_types_of(inputs, storage);
   std::vector<TensorType> out_types = infer_node(node, opset, types, inputs);
   const OpDef& def = lookup_op(node, opset);
   OpEvalContext ctx{node, opset, inputs, out_types};

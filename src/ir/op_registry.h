@@ -93,6 +93,10 @@ class OpRegistry {
   std::map<std::string, OpDef> ops_;
 };
 
+// The types of eval-time inputs (nullptr for omitted ones), kept in `storage`: what make-config
+// code written against OpInferContext::input_types needs at eval time.
+std::vector<const TensorType*> input_types_of(const std::vector<const Tensor*>& inputs, std::vector<TensorType>& storage);
+
 // Looks up the op for `node` at `opset`; throws kUnsupported when unknown, registered for another
 // domain than the node's, or (default domain) outside the implemented opset range.
 const OpDef& lookup_op(const Node& node, int opset);

@@ -289,14 +289,8 @@ void register_cell(OpRegistry& reg, CellKind kind) {
     return output_types(c, ctx.input(0).dtype, ctx.num_outputs());
   };
   def.eval = [kind](const OpEvalContext& ctx) {
-    std::vector<const TensorType*> types;
     std::vector<TensorType> storage;
-    storage.reserve(ctx.inputs.size());
-    for (const Tensor* t : ctx.inputs) {
-      if (t) storage.push_back(t->type());
-      types.push_back(t ? &storage.back() : nullptr);
-    }
-    RnnConfig c = make_config(kind, ctx.node, ctx.opset, types, ctx.num_outputs());
+    RnnConfig c = make_config(kind, ctx.node, ctx.opset, input_types_of(ctx.inputs, storage), ctx.num_outputs());
     return dispatch_dtype<float, double, Float16, BFloat16>(ctx.input(0).dtype(), cell_info(kind).name,
                                                            [&](auto tag) { return run_rnn<decltype(tag)>(c, ctx); });
   };

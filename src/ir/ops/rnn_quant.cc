@@ -273,16 +273,6 @@ std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
   return outs;
 }
 
-std::vector<const TensorType*> types_of(const OpEvalContext& ctx, std::vector<TensorType>& storage) {
-  std::vector<const TensorType*> types;
-  storage.reserve(ctx.inputs.size());
-  for (const Tensor* t : ctx.inputs) {
-    if (t) storage.push_back(t->type());
-    types.push_back(t ? &storage.back() : nullptr);
-  }
-  return types;
-}
-
 }  // namespace
 
 void register_quantized_rnn_ops(OpRegistry& reg) {
@@ -299,7 +289,7 @@ void register_quantized_rnn_ops(OpRegistry& reg) {
   };
   def.eval = [](const OpEvalContext& ctx) {
     std::vector<TensorType> storage;
-    const QuantLstmConfig c = make_config(ctx.node, types_of(ctx, storage), ctx.num_outputs());
+    const QuantLstmConfig c = make_config(ctx.node, input_types_of(ctx.inputs, storage), ctx.num_outputs());
     if (ctx.input(0).dtype() == DType::kFloat64) return run<double>(c, ctx);
     return run<float>(c, ctx);
   };
