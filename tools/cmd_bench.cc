@@ -204,21 +204,6 @@ Command add_bench(CLI::App& app) {
     std::mt19937_64 rng(0);
     std::vector<Tensor> inputs;
     for (const TensorType& t : exe->input_types()) inputs.push_back(random_tensor(t, rng));
-    // The peers run the original model on the same inputs (the shapes the artifact was compiled
-    // for, not the model's dynamic dimensions as 1) and on the values --bind gave inputs that the
-    // artifact folded away (without them a peer says which input it misses).
-    nlohmann::json feeds = nlohmann::json::object();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const std::string f = (work / fmt::format("peer_input_{}.npy", i)).string();
-      save_npy(f, inputs[i]);
-      feeds[exe->input_names()[i]] = f;
-    }
-    for (const std::string& b : o->load.binds) {
-      const size_t eq = b.find('=');
-      if (eq != std::string::npos) feeds[b.substr(0, eq)] = fs::absolute(b.substr(eq + 1)).string();
-    }
-    const std::string feeds_file = (work / "peer_feeds.json").string();
-    write_file_bytes(feeds_file, feeds.dump());
     double agreement = -1;
     if (unfused) {
       auto a = exe->run(inputs), b = unfused->run(inputs);
@@ -236,6 +221,20 @@ Command add_bench(CLI::App& app) {
       } else {
         peer_file = model_file_for_peer(model, work.string());
       }
+    }
+    // The peers run the original model on the same inputs (the shapes the artifact was compiled
+    // for, not the model's dynamic dimensions as 1) and on the values --bind gave inputs that the
+    // artifact folded away (without them a peer says which input it misses).
+    const std::string feeds_file = (work / "peer_feeds.json").string();
+    if (!peers.empty()) {
+      nlohmann::json feeds = nlohmann::json::object();
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const std::string f = (work / fmt::format("peer_input_{}.npy", i)).string();
+        save_npy(f, inputs[i]);
+        feeds[exe->input_names()[i]] = f;
+      }
+      for (const auto& [name, path] : o->load.bind_files()) feeds[name] = fs::absolute(path).string();
+      write_file_bytes(feeds_file, feeds.dump());
     }
     Timing tk, tu;
     for (int r = 0; r < o->rounds; ++r) {

@@ -21,10 +21,11 @@ Command add_ops(CLI::App& app) {
     };
     const bool md = *markdown;
     auto opsets = [md](int lo, int hi) { return md ? fmt::format("{}–{}", lo, hi) : fmt::format("opsets {}..{}", lo, hi); };
+    auto domain_version = [md](const std::string& domain) { return md ? domain + " 1" : "version 1 of " + domain; };
     std::vector<Row> rows;
     for (const OpDef* d : OpRegistry::global().all())
       rows.push_back({d->op_type, d->domain.empty() ? opsets(std::max(d->min_opset, kMinOpset), d->max_opset)
-                                                    : (md ? "" : "version 1 of ") + d->domain + (md ? " 1" : ""), ""});
+                                                    : domain_version(d->domain), ""});
     for (const InlinedOp& c : inlined_control_flow_ops())
       rows.push_back({c.op_type, opsets(c.min_opset, c.max_opset), c.condition});
     std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.op_type < b.op_type; });

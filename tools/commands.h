@@ -49,6 +49,7 @@ struct LoadFlags {
   std::vector<std::string> shapes, binds;
   void add_to(CLI::App& app);
   korch::LoadOptions options() const;
+  std::map<std::string, std::string> bind_files() const;  // --bind NAME=FILE.npy: NAME -> FILE
 };
 
 // One line on stderr when `threads` exceeds this machine's cores (oversubscribed threads wait on

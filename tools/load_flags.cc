@@ -36,11 +36,17 @@ LoadOptions LoadFlags::options() const {
     auto [name, text] = split_assignment(s, "--shape", "NAME=1x3x224x224");
     lo.input_shapes[name] = parse_shape_text(text);
   }
+  for (const auto& [name, path] : bind_files()) lo.frozen_inputs[name] = load_npy(path);
+  return lo;
+}
+
+std::map<std::string, std::string> LoadFlags::bind_files() const {
+  std::map<std::string, std::string> files;
   for (const std::string& s : binds) {
     auto [name, path] = split_assignment(s, "--bind", "NAME=FILE.npy");
-    lo.frozen_inputs[name] = load_npy(path);
+    files[name] = path;
   }
-  return lo;
+  return files;
 }
 
 }  // namespace korch::cli

@@ -32,12 +32,13 @@ namespace korch {
 
 namespace {
 
-
-ValueId transpose2d(FissionBuilder& b, ValueId v) {
+ValueId transpose(FissionBuilder& b, ValueId v, std::vector<int64_t> perm) {
   Attributes a;
-  a.set("perm", std::vector<int64_t>{1, 0});
+  a.set("perm", std::move(perm));
   return b.add1("Transpose", {v}, std::move(a));
 }
+
+ValueId transpose2d(FissionBuilder& b, ValueId v) { return transpose(b, v, {1, 0}); }
 
 std::vector<ValueId> gemm_rule(FissionBuilder& b, const Node& n, const std::vector<ValueId>& in) {
   const bool ta = n.attrs.get_int("transA", 0) != 0, tb = n.attrs.get_int("transB", 0) != 0;
@@ -58,12 +59,6 @@ std::vector<ValueId> gemm_rule(FissionBuilder& b, const Node& n, const std::vect
     y = b.elementwise("Add", {y, c});
   }
   return {b.cast(y, dt)};
-}
-
-ValueId transpose(FissionBuilder& b, ValueId v, std::vector<int64_t> perm) {
-  Attributes a;
-  a.set("perm", std::move(perm));
-  return b.add1("Transpose", {v}, std::move(a));
 }
 
 // A ConvTranspose whose windows tile the output (patch_conv_transpose) as one MatMul per input
@@ -93,8 +88,8 @@ ValueId patch_conv_transpose_rule(FissionBuilder& b, ValueId x, ValueId w) {
 
 FissionRule conv_rule(const std::string& op) {
   return [op](FissionBuilder& b, const Node& n, const std::vector<ValueId>& in) {
-    ValueId y = op == "ConvTranspose" && patch_conv_transpose(n.attrs, b.type(in[0]), b.type(in[1]).shape) ? patch_conv_transpose_rule(b, in[0], in[1])
-                                                                            : b.add1(op, {in[0], in[1]}, n.attrs);
+    const bool patch = op == "ConvTranspose" && patch_conv_transpose(n.attrs, b.type(in[0]), b.type(in[1]).shape);
+    ValueId y = patch ? patch_conv_transpose_rule(b, in[0], in[1]) : b.add1(op, {in[0], in[1]}, n.attrs);
     if (in.size() < 3 || in[2] == kNoValue) return std::vector<ValueId>{y};
     const Shape& ys = b.type(y).shape;
     Shape bias_shape(ys.size(), 1);

@@ -125,6 +125,14 @@ LinearMatch run_case(Builder& b, Expect e, const std::string& format = "auto") {
   return m.match;
 }
 
+// The implementation oneDNN picks for a matched step (its impl name and memory layouts), built
+// from the match's description alone (slots are irrelevant to the choice).
+std::string step_implementation(LinearMatch m) {
+  m.desc["operand_slots"] = std::vector<int>(m.desc.at("operands").size(), 0);
+  m.desc["result_slot"] = 0;
+  return LinearStep::create(m.desc)->implementation();
+}
+
 TEST(LinearConv, Conv3x3Pad1BiasRelu) {
   for (const char* format : {"plain", "blocked"}) {
     Builder b;
@@ -533,9 +541,7 @@ TEST(LinearConv, Int8PointwiseWithEpilogueIsExactAndJit) {
   b.op("QuantizeLinear", {y, b.scalar(0.05f), b.g.add_constant("yzp", Tensor::scalar<uint8_t>(0))});
   LinearMatch m = run_case(b, {5, true}, "auto");
   ASSERT_EQ(m.desc.at("dtypes").at("dst"), "u8");
-  m.desc["operand_slots"] = std::vector<int>(m.desc.at("operands").size(), 0);
-  m.desc["result_slot"] = 0;
-  const std::string impl = LinearStep::create(m.desc)->implementation();
+  const std::string impl = step_implementation(m);
   EXPECT_NE(impl.rfind("ref", 0), 0u) << impl;
 }
 
@@ -551,10 +557,8 @@ TEST(LinearConv, UnitSpatialAxesAreDropped) {
     b.op("Relu", {b.bias(y)});
     LinearMatch m = run_case(b, {3, true}, format);
     m.desc["format"] = format;
-    m.desc["operand_slots"] = std::vector<int>(m.desc.at("operands").size(), 0);
-    m.desc["result_slot"] = 0;
     // oneDNN sees a 1-D problem: the source's layout tag names three axes ("abc", "acb", "abc8b"...).
-    const std::string impl = LinearStep::create(m.desc)->implementation();
+    const std::string impl = step_implementation(m);
     const size_t at = impl.find(" src ") + 5;
     const std::string tag = impl.substr(at, impl.find(' ', at) - at);
     EXPECT_EQ(std::min(tag.find_first_of("0123456789"), tag.size()), 3u) << impl;
@@ -582,9 +586,7 @@ TEST(LinearConv, GroupedAllOnesInt8SumIsALibraryStep) {
   b.op("ConvInteger", {x, ones, b.g.add_constant("xzp", Tensor::scalar<uint8_t>(131))}, a);
   LinearMatch m = run_case(b, {0, true}, "auto");
   ASSERT_EQ(m.desc.at("dtypes").at("dst"), "s32");
-  m.desc["operand_slots"] = std::vector<int>(m.desc.at("operands").size(), 0);
-  m.desc["result_slot"] = 0;
-  const std::string impl = LinearStep::create(m.desc)->implementation();
+  const std::string impl = step_implementation(m);
   EXPECT_NE(impl.rfind("ref", 0), 0u) << impl;
 }
 
