@@ -133,11 +133,9 @@ def quantize_qdq(src: Path, shapes: list[str]) -> Path:
     return dst
 
 
-def korch_bench(korch: Path, model: Path, load_args: tuple[str, ...], cost: str, runs: int, rounds: int) -> dict:
-    art = cache_dir() / "artifacts" / model.stem
+def korch_bench(korch: Path, art: Path, load_args: tuple[str, ...], runs: int, rounds: int) -> dict:
+    """`korch bench` of the artifact the checked run kept (the --bind values go to the peers)."""
     env = dict(os.environ, KORCH_PROGRESS="0")
-    subprocess.run([str(korch), "compile", str(model), *load_args, "--cost", cost, "-o", str(art)],
-                   check=True, capture_output=True, env=env)
     binds = [a for flag, v in zip(load_args, load_args[1:]) if flag == "--bind" for a in (flag, v)]
     r = subprocess.run([str(korch), "bench", "--artifact", str(art), "--runs", str(runs), "--rounds", str(rounds),
                         "--no-unfused", *binds], capture_output=True, text=True, env=env)
@@ -184,13 +182,16 @@ def main(argv: list[str] | None = None) -> int:
                 f = cache_dir() / f"bind_{inp}_{value}.npy"
                 np.save(f, np.array(value, dtype=np.int64))
                 load += ("--bind", f"{inp}={f}")
-            res = compare_with_ort.compare_f64(path, args.korch, 0, "cpu", ("--cost", args.cost),
+            # The artifact the checked run compiled is the one --bench times (not a second compile).
+            art = cache_dir() / "artifacts" / path.stem
+            res = compare_with_ort.compare_f64(path, args.korch, 0, "cpu",
+                                               ("--cost", args.cost, "--save-artifact", str(art)),
                                                verbose=False, load_args=load)
             worst = max(res.checks, key=lambda c: c.korch_f64 / max(c.bound, 1e-30))
             row.update(ok=res.ok, outputs=len(res.checks), korch_f64=worst.korch_f64, ort_f64=worst.ort_f64,
                        korch_ort=worst.korch_ort, note=worst.note)
             if args.bench and res.ok:
-                row.update(korch_bench(args.korch, path, load, args.cost, args.runs, args.rounds))
+                row.update(korch_bench(args.korch, art, load, args.runs, args.rounds))
         except compare_with_ort.KorchError as e:
             msg = [l for l in str(e).splitlines() if l.startswith("korch: error")]
             row.update(ok=False, error=(msg[-1] if msg else str(e).splitlines()[0]))
