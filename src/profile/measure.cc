@@ -29,6 +29,7 @@ std::vector<double> sample_run(const std::function<void()>& fn, const MeasureOpt
   samples.reserve(static_cast<size_t>(opt.max_reps));
   const double start = now();
   while (true) {
+    if (opt.before_sample) opt.before_sample();  // untimed: now() below waits for it to finish
     const double t0 = now();
     for (int64_t i = 0; i < batch; ++i) fn();
     const double t1 = now();

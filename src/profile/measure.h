@@ -30,6 +30,10 @@ struct MeasureOptions {
   double min_sample_seconds = 20e-6;
   // Seconds on a monotonic clock; empty = std::chrono::steady_clock. Tests inject a fake clock.
   std::function<double()> clock;
+  // Called before each timed sample, outside the timing (the clock read that starts the sample
+  // comes after it): the measuring driver flushes the device's caches here (a GPU's L2), so each
+  // sample starts cold. May be empty.
+  std::function<void()> before_sample;
 };
 
 struct Measurement {

@@ -239,6 +239,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
         }
         MeasureOptions mo = options_.measure;
         if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
+        if (!mo.before_sample) mo.before_sample = [&dev] { dev.flush_caches(); };  // no-op on the CPU
         Measurement m = measure([&] { probe.run(); }, mo);
         ++stats_.measured;
         // Still wider than max_spread after the re-takes: kept (the median of the quietest run),

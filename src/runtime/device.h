@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,16 @@ class DeviceKernel {
   virtual void run(const void* const* inputs, void* const* outputs) = 0;
   // As the kernel stands now (after Device::specialize).
   virtual ReorderStats reorders_per_run() const { return {}; }
+  // Whether its work can be recorded into a replayable sequence (Device::capture): false when it
+  // needs the host between device work (a reference op on a device without host memory).
+  virtual bool capturable() const { return true; }
+};
+
+// A recorded sequence of device work (a CUDA graph), replayed as a whole.
+class Replay {
+ public:
+  virtual ~Replay() = default;
+  virtual void launch() = 0;  // may return before the work has finished (Device::synchronize)
 };
 
 // What a device may change in a loaded program before it runs (device-specific plan tweaks such as
@@ -91,6 +102,19 @@ class Device {
   // code). Throws korch::Error when the recipe is malformed or names code the module lacks.
   virtual std::unique_ptr<DeviceKernel> make_kernel(const nlohmann::json& recipe,
                                                     std::shared_ptr<KernelModule> module) = 0;
+  // Records the device work `issue` submits (it runs once, recording, not executing) into a
+  // sequence replayed with the same buffers: the executor's whole kernel sequence becomes one
+  // launch (CUDA graphs). Null when the device cannot record (the default) or recording failed;
+  // *why then says why (may be null).
+  virtual std::unique_ptr<Replay> capture(const std::function<void()>& issue, std::string* why) {
+    (void)issue;
+    if (why) *why = name() + " does not record kernel sequences";
+    return nullptr;
+  }
+  // Evicts this device's caches (a GPU's L2) so that the next kernel reads its data cold; what a
+  // measurement calls between repeats where the kernel meets cold data in the model. No-op where
+  // the device has nothing to flush cheaply.
+  virtual void flush_caches() {}
   // Device-specific changes to a loaded program; returns how many it made (for reports).
   virtual int specialize(ProgramView& program) {
     (void)program;

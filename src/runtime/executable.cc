@@ -72,7 +72,8 @@ std::unique_ptr<Executable> Executable::load_checked(const std::string& dir, con
   DeviceOptions dopt;
   dopt.emulate = options.emulate;
   dopt.cpu_threads = options.cpu_threads;
-  x->device_ = open_device(tag.get<std::string>(), dopt);
+  x->device_ = options.open_device ? options.open_device(tag.get<std::string>(), dopt)
+                                   : open_device(tag.get<std::string>(), dopt);
   Device& dev = *x->device_;
   x->place_weights((fs::path(dir) / "weights.bin").string(), program.at("weights_bytes").get<int64_t>(),
                    program.value("weights_checksum", ""));
@@ -107,6 +108,14 @@ std::unique_ptr<Executable> Executable::load_checked(const std::string& dir, con
   for (const Buffer& b : x->buffers_) view.is_arena.push_back(b.kind == Kind::kArena);
   view.ptrs = &x->ptrs_;
   x->specialized_ = dev.specialize(view);
+  // Replaying a recorded sequence needs buffers that stay put (inputs are staged on the device)
+  // and kernels that never need the host in between.
+  if (dev.host_memory()) x->replay_why_ = "inputs are read in place (host memory)";
+  for (size_t k = 0; k < x->steps_.size() && x->replay_why_.empty(); ++k)
+    if (!x->steps_[k].kernel->capturable())
+      x->replay_why_ = fmt::format("kernel {} ({}) needs the host between device work", k, x->steps_[k].note);
+  if (const char* off = std::getenv("KORCH_NO_DEVICE_REPLAY"); off && *off && std::string(off) != "0" && x->replay_why_.empty())
+    x->replay_why_ = "KORCH_NO_DEVICE_REPLAY is set";
   return x;
 }
 
@@ -253,6 +262,7 @@ void Executable::place_weights(const std::string& path, int64_t bytes, const std
 }
 
 Executable::~Executable() {
+  replay_.reset();  // the recorded sequence before the kernels and buffers it names
   steps_.clear();  // kernels before the module and buffers they point into
   module_.reset();
   if (weights_map_bytes_) munmap(const_cast<std::byte*>(weights_), weights_map_bytes_);
@@ -281,15 +291,29 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
     outputs.emplace_back(buffers_[static_cast<size_t>(id)].type);
     ptrs_[static_cast<size_t>(id)] = dev.host_memory() ? outputs.back().raw() : staging_[static_cast<size_t>(id)];
   }
-  double t_prev = step_timing_ ? dev.synchronized_seconds() : 0;
-  for (Step& s : steps_) {
-    for (size_t a = 0; a < s.inputs.size(); ++a) s.in_ptrs[a] = ptrs_[static_cast<size_t>(s.inputs[a])];
-    for (size_t a = 0; a < s.outputs.size(); ++a) s.out_ptrs[a] = ptrs_[static_cast<size_t>(s.outputs[a])];
-    s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
-    if (step_timing_) {
+  if (step_timing_) {
+    double t_prev = dev.synchronized_seconds();
+    for (Step& s : steps_) {
+      issue(s);
       const double t = dev.synchronized_seconds();
       s.samples.push_back(t - t_prev);
       t_prev = t;
+    }
+  } else if (replay_) {
+    replay_->launch();
+  } else {
+    // The first run is eager (libraries pick algorithms and allocate then); the next records the
+    // sequence once, and every run after replays it.
+    if (eager_runs_ > 0 && replay_why_.empty()) {
+      std::string why;
+      replay_ = dev.capture([&] { for (Step& s : steps_) issue(s); }, &why);
+      replay_why_ = replay_ ? "" : (why.empty() ? "recording failed" : why);
+    }
+    if (replay_) {
+      replay_->launch();
+    } else {
+      for (Step& s : steps_) issue(s);
+      ++eager_runs_;
     }
   }
   for (size_t o = 0; o < output_buffers_.size(); ++o) {
@@ -304,6 +328,18 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   }
   dev.synchronize();
   return outputs;
+}
+
+void Executable::issue(Step& s) {
+  for (size_t a = 0; a < s.inputs.size(); ++a) s.in_ptrs[a] = ptrs_[static_cast<size_t>(s.inputs[a])];
+  for (size_t a = 0; a < s.outputs.size(); ++a) s.out_ptrs[a] = ptrs_[static_cast<size_t>(s.outputs[a])];
+  s.kernel->run(s.in_ptrs.data(), s.out_ptrs.data());
+}
+
+std::string Executable::replay_status() const {
+  if (replay_) return fmt::format("one recorded sequence of {} kernels, replayed each run", steps_.size());
+  if (!replay_why_.empty()) return "kernels issued one by one: " + replay_why_;
+  return "kernels issued one by one (a sequence is recorded from the second run)";
 }
 
 std::vector<Executable::StepTime> Executable::step_times() const {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ namespace korch::runtime {
 struct LoadOptions {
   bool emulate = false;  // a CUDA artifact on the host emulator (runtime/cuda/cuda_device.h)
   int cpu_threads = 0;   // > 0: set the CPU kernels' OpenMP thread count
+  // Opens the artifact's device instead of runtime::open_device (tests, embedding); may be empty.
+  std::function<std::unique_ptr<Device>(const std::string& tag, const DeviceOptions&)> open_device;
 };
 
 class Executable {
@@ -72,6 +75,12 @@ class Executable {
   ReorderStats reorders_per_run() const;
   const nlohmann::json& manifest() const { return manifest_; }
   bool rebuilt_library() const { return rebuilt_; }  // load() had to rebuild the kernel module
+  // Device replay (device.h Device::capture): on a device without host memory whose kernels all
+  // allow it, the first run issues the kernels one by one, the second records them once (a CUDA
+  // graph) and every later run replays that record: one launch instead of one per kernel.
+  // Step timing issues them one by one. KORCH_NO_DEVICE_REPLAY=1 turns replay off.
+  bool replaying() const { return replay_ != nullptr; }
+  std::string replay_status() const;  // for reports: replaying, or why not
 
  private:
   Executable() = default;
@@ -97,6 +106,7 @@ class Executable {
   // Maps weights.bin; it must hold exactly `bytes` bytes with this checksum (support/hash.h).
   void place_weights(const std::string& path, int64_t bytes, const std::string& checksum);
   void* device_buffer(int64_t bytes);
+  void issue(Step& s);  // points the step at this run's buffers and runs its kernel
 
   // Declaration order is destruction order reversed: kernels go before the module, buffers and
   // the device they live on.
@@ -120,6 +130,9 @@ class Executable {
   bool rebuilt_ = false;
   bool step_timing_ = false;
   int specialized_ = 0;
+  std::unique_ptr<Replay> replay_;  // before device_ in destruction (declared after it)
+  std::string replay_why_;          // non-empty: no replay, and why
+  int eager_runs_ = 0;
 };
 
 }  // namespace korch::runtime

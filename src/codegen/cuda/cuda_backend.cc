@@ -13,6 +13,7 @@
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_emulator.h"
 #include "runtime/cuda/cuda_kernel.h"
+#include "runtime/cuda/cuda_library.h"
 #include "support/code_writer.h"
 #include "support/error.h"
 #include "support/file_io.h"
@@ -37,10 +38,21 @@ CudaBackend::~CudaBackend() = default;
 
 int CudaBackend::generator_version() const { return kCudaGeneratorVersion; }
 
+runtime::Device* CudaBackend::timing_device() {
+  if (!gpu_ && probe_gpu().available && timing_why_.empty()) {
+    try {
+      gpu_ = make_gpu_device();
+    } catch (const Error& e) {
+      timing_why_ = e.what();
+    }
+  }
+  return gpu_.get();
+}
+
 std::string CudaBackend::timing_unavailable() const {
   const GpuInfo& gpu = probe_gpu();
   if (!gpu.available) return gpu.why;
-  return fmt::format("timing kernels on the GPU ({}) needs the CUDA runtime, which this korch does not have yet", gpu.name);
+  return timing_why_;
 }
 
 std::string CudaBackend::ptx_arch() const {
@@ -53,6 +65,13 @@ EmittedKernel CudaBackend::emit(const Graph& g, const KernelCandidate& c) const 
   CudaKernelRecipe recipe;
   KernelParts parts = start_emit(g, c, rules_, k, recipe);
   if (!k.reason.empty()) return k;
+  if (recipe.linear) {  // what the GPU's libraries cannot run is not offered on the emulator either
+    LibraryPlan plan = plan_library_call(*recipe.linear);
+    if (!plan.ok()) {
+      k.reason = "the CUDA backend has no library call for " + plan.reason;
+      return k;
+    }
+  }
   if (parts.loop) {
     const std::string symbol = "korch_k_" + k.hash;
     CodeWriter w;
@@ -91,10 +110,15 @@ std::string CudaBackend::translation_unit(const std::vector<const EmittedKernel*
 
 std::vector<CompiledUnit> CudaBackend::compile(const std::vector<std::string>& units, runtime::Device& device,
                                                const std::function<void(bool cached)>& on_unit) {
-  if (device.name() != "cuda-emulator")
-    fail_unsupported("compiling CUDA kernels for {} needs the CUDA runtime, which this korch does not have yet",
-                     device.name());
   std::vector<CompiledUnit> out;
+  if (device.name() == "cuda") {  // NVRTC to PTX (cached), loaded by the driver
+    NvrtcConfig config;
+    config.arch = ptx_arch();
+    for (const PtxModule& m : compile_to_ptx(units, config, on_unit))
+      out.push_back({m.source_path, m.cached, gpu_module(m.ptx, m.ptx_path)});
+    return out;
+  }
+  if (device.name() != "cuda-emulator") fail_unsupported("the CUDA backend does not compile for {}", device.name());
   for (const auto& m : EmulatedModule::compile_all(units)) {
     out.push_back({m->source_path(), false, emulated_module(m)});
     if (on_unit) on_unit(false);
@@ -135,7 +159,7 @@ nlohmann::json CudaBackend::write_module(const std::string& dir, const std::vect
                {"ptx", "kernels/kernels.ptx"},
                {"source", "kernels/kernels.cu"},
                {"nvrtc", nvrtc_version()},
-               {"note", "linear steps are library calls (cuBLASLt/cuDNN in the CUDA runtime; oneDNN on the emulator)"}};
+               {"note", "linear steps are library calls (cuBLASLt/cuDNN on the GPU, fp32 without TF32; oneDNN on the emulator)"}};
   return m;
 }
 

@@ -5,11 +5,13 @@
 // call, or a loop kernel printed by cuda_loop_emitter.h (one or more launches; its default
 // schedule, cuda_schedule_space() lists the variants). Argument slots follow runtime/device.h;
 // a launch takes at most kMaxKernelArgs of them.
-// Fusion rules: linear primitives run alone (cuBLASLt/cuDNN epilogues come with the CUDA
-// runtime); everything else fuses into loop kernels as on the CPU.
-// Devices: no timing device without a GPU (and the CUDA runtime), so costs come from the analytic
-// H200 model; the correctness gate runs every kernel on the host emulator
-// (runtime/cuda/cuda_device.h). An artifact holds kernels/kernels.cu and kernels/kernels.ptx
+// Fusion rules: linear primitives run alone as one cuBLASLt/cuDNN call (runtime/cuda/
+// cuda_library.h; a linear op no call serves is refused at emit, on the emulator too); everything
+// else fuses into loop kernels as on the CPU.
+// Devices: with a GPU, kernels are timed on it (measured costs); without one there is no timing
+// device and costs come from the analytic H200 model. The correctness gate runs every kernel on the
+// host emulator (runtime/cuda/cuda_device.h), and with a GPU each timed kernel is also checked on
+// the GPU by the measuring driver before its time is kept. An artifact holds kernels/kernels.cu and kernels/kernels.ptx
 // (NVRTC, for the GPU's architecture when one is present, else sm_90: the H200).
 #pragma once
 
@@ -33,7 +35,7 @@ class CudaBackend : public Backend {
   std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const override;
   std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
                                     const std::function<void(bool cached)>& on_unit = {}) override;
-  runtime::Device* timing_device() override { return nullptr; }
+  runtime::Device* timing_device() override;
   std::string timing_unavailable() const override;
   runtime::Device* check_device() override;
   nlohmann::json write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) override;
@@ -43,7 +45,8 @@ class CudaBackend : public Backend {
 
  private:
   FusionRules rules_;
-  std::unique_ptr<runtime::Device> emulator_;
+  std::unique_ptr<runtime::Device> emulator_, gpu_;
+  std::string timing_why_;  // the GPU is present but its device could not be opened
   std::string module_;
 };
 

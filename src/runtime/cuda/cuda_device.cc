@@ -12,9 +12,7 @@ std::unique_ptr<runtime::Device> open_cuda_device(const runtime::DeviceOptions& 
     fail_unsupported("this is a CUDA artifact and needs an NVIDIA GPU, but {} (run it on the CPU's CUDA emulator "
                      "with --emulate)",
                      gpu.why);
-  fail_unsupported("running CUDA artifacts on the GPU ({}, {}) needs the CUDA runtime, which this korch does not have "
-                   "yet (--emulate runs it on the CPU's CUDA emulator)",
-                   gpu.name, gpu.arch());
+  return make_gpu_device();
 }
 
 }  // namespace korch::cuda

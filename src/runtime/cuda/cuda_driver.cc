@@ -18,6 +18,8 @@ using CuDeviceGetName = int (*)(char*, int, int);
 constexpr int kAttrComputeCapabilityMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrComputeCapabilityMinor = 76;
 
+void* driver_handle = nullptr;  // set by probe(); kept open for the GPU runtime (cuda_api.h)
+
 GpuInfo probe() {
   GpuInfo info;
   const char* lib = std::getenv("KORCH_CUDA_DRIVER");
@@ -55,6 +57,7 @@ GpuInfo probe() {
   }
   info.name = buf;
   info.available = true;
+  driver_handle = h;
   return info;  // the handle stays open: later CUDA calls use the same driver
 }
 
@@ -65,6 +68,11 @@ std::string GpuInfo::arch() const { return fmt::format("sm_{}{}", major, minor);
 const GpuInfo& probe_gpu() {
   static const GpuInfo info = probe();
   return info;
+}
+
+void* driver_library() {
+  probe_gpu();
+  return driver_handle;
 }
 
 }  // namespace korch::cuda

@@ -17,4 +17,7 @@ struct GpuInfo {
 // Loads the driver (once), initialises it and reads device 0. Never throws.
 const GpuInfo& probe_gpu();
 
+// The driver library probe_gpu() loaded (dlopen handle), null when no GPU is usable.
+void* driver_library();
+
 }  // namespace korch::cuda
