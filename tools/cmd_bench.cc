@@ -186,6 +186,7 @@ Command add_bench(CLI::App& app) {
       model = manifest.value("model", std::string());
     }
     auto exe = runtime::Executable::load(fused_dir);
+    const bool on_gpu = exe->device().name() != "cpu";
     std::unique_ptr<runtime::Executable> unfused;
     std::string unfused_note;
     if (!o->no_unfused) {
@@ -194,6 +195,7 @@ Command add_bench(CLI::App& app) {
       } else {
         CompileOptions uo = o->cpu.options(model, [](const std::string&) {});
         uo.unfused = true;
+        if (on_gpu) uo.target = "cuda";
         uo.cost = CostSource::kAnalytic;  // one kernel per primitive: nothing to choose, nothing to measure
         uo.verify = false;  // its outputs are compared with the artifact's below
         std::string dir = (work / "korch-unfused").string();
@@ -214,6 +216,10 @@ Command add_bench(CLI::App& app) {
     for (const std::string& name : o->peers)
       if (name != "none") peers.push_back({name});
     std::string peer_file, peers_note;
+    if (!peers.empty() && on_gpu) {
+      peers_note = "CPU peers skipped on a GPU artifact: bench/gpu_peers.py times PyTorch eager and torch.compile";
+      peers.clear();
+    }
     if (!peers.empty()) {
       if (model.empty()) {
         peers_note = "peers skipped: the artifact names no model";
@@ -243,8 +249,12 @@ Command add_bench(CLI::App& app) {
         if (peer.ok) time_peer(peer, peer_file, feeds_file, o->cpu.threads, o->warmup, o->runs);
       if (unfused) time_executable(*unfused, inputs, o->warmup, o->runs, tu);
     }
-    fmt::print("\nbench {} on cpu, {} threads, {} rounds x {} runs (median, p10-p90 in ms)\n", model.empty() ? fused_dir : model,
-               o->cpu.threads, o->rounds, o->runs);
+    if (on_gpu)
+      fmt::print("\nbench {} on {} ({}), {} rounds x {} runs (median, p10-p90 in ms)\n", model.empty() ? fused_dir : model,
+                 exe->device().name(), exe->replay_status(), o->rounds, o->runs);
+    else
+      fmt::print("\nbench {} on cpu, {} threads, {} rounds x {} runs (median, p10-p90 in ms)\n",
+                 model.empty() ? fused_dir : model, o->cpu.threads, o->rounds, o->runs);
     auto row = [&](const std::string& name, const Timing& t, const std::string& extra) {
       fmt::print("  {:<16} {:>9.3f}  [{:.3f} - {:.3f}]  {}\n", name, t.median(), t.quantile(0.1), t.quantile(0.9), extra);
     };
@@ -306,7 +316,9 @@ Command add_bench(CLI::App& app) {
                           {"peer_script", peers.empty() ? "" : peer_script()},
                           {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)},
                                      {"reorders_per_run", reorders.count}, {"reorder_bytes_per_run", reorders.bytes},
-                                     {"layout_handoffs", exe->layout_handoffs()}}}};
+                                     {"layout_handoffs", exe->layout_handoffs()}}},
+                          {"device", exe->device().name()}, {"device_id", exe->device().id()},
+                          {"replay", exe->replay_status()}};
       for (const Peer& peer : peers) {
         if (peer.ok)
           j[peer.name] = {{"median_ms", peer.t.median()}, {"p10_ms", peer.t.quantile(0.1)}, {"p90_ms", peer.t.quantile(0.9)},
