@@ -16,7 +16,8 @@
 #      is kept; per-model limit GPU_CHECK_COMPILE_S, default 120 s, then analytic costs, said in
 #      the table), checks the artifact's outputs against the reference interpreter (relative L2
 #      within 1e-4), and times it (`korch bench`, 3 rounds x 50 runs, CUDA graph replay) beside
-#      PyTorch eager and torch.compile (bench/gpu_peers.py, fp32, TF32 off) at batch 1;
+#      PyTorch eager and torch.compile (bench/gpu_peers.py, fp32, TF32 off) at batch 1, then the
+#      paper models at batch 16 (GPU_CHECK_MODELS_B16) while the budget lasts;
 #   4. measures the device-to-device copy bandwidth (the ceiling for memory-bound kernels);
 #   5. prints a short table last and writes under $OUT: gpu_check.md (the table), results.json
 #      (everything), log.txt, and tuning.db (copy it to .gpu_bundle/tuning.db after gpu_bundle.sh
@@ -32,6 +33,8 @@ W=${GPU_CHECK_WORK:-/tmp/korch_gpu_work}
 BUDGET=${GPU_CHECK_BUDGET:-450}
 COMPILE_S=${GPU_CHECK_COMPILE_S:-120}
 MODELS=${GPU_CHECK_MODELS:-"candy efficientvit_b0 yolox_nano transformer_encoder resnet18 mobilenet_v2 vit_b_16 segformer_b0 yolov4"}
+# Batch 16 (throughput) for these, after every model at batch 1, while the budget lasts.
+MODELS_B16=${GPU_CHECK_MODELS_B16:-"candy efficientvit_b0 yolox_nano segformer_b0 yolov4"}
 mkdir -p "$OUT" "$W"
 exec > >(tee -a "$OUT/log.txt") 2>&1
 say() { printf '[gpu_check %4ds] %s\n' "$SECONDS" "$*"; }
@@ -80,29 +83,32 @@ say "CUDA unit tests: $([ $tests_ok = 1 ] && echo passed || echo FAILED)"
 # 3. Models.
 mkdir -p "$W/models"
 : >"$W/rows.jsonl"
-for m in $MODELS; do
+items="$(for m in $MODELS; do echo "$m:1"; done) $(for m in $MODELS_B16; do echo "$m:16"; done)"
+for item in $items; do
+  m=${item%%:*}; b=${item##*:}
   if [ "$SECONDS" -ge "$BUDGET" ]; then
-    echo "{\"model\": \"$m\", \"status\": \"not run: the ${BUDGET} s budget was spent\"}" >>"$W/rows.jsonl"; continue
+    echo "{\"model\": \"$m\", \"batch\": $b, \"status\": \"not run: the ${BUDGET} s budget was spent\"}" >>"$W/rows.jsonl"; continue
   fi
-  say "== $m"
-  onnx="$W/models/$m.onnx"
-  [ -f "$onnx" ] || $PY bench/gpu_peers.py "$m" --batch 1 --export-dir "$W/models" >"$W/$m.export.log" 2>&1
+  say "== $m at batch $b"
+  name=$m; [ "$b" = 1 ] || name=${m}_b$b
+  onnx="$W/models/$name.onnx"
+  [ -f "$onnx" ] || $PY bench/gpu_peers.py "$m" --batch "$b" --export-dir "$W/models" >"$W/$name.export.log" 2>&1
   if [ ! -f "$onnx" ]; then
-    echo "{\"model\": \"$m\", \"status\": \"export failed\", \"log\": $(tail -3 "$W/$m.export.log" | $PY -c 'import json,sys; print(json.dumps(sys.stdin.read()))')}" >>"$W/rows.jsonl"; continue
+    echo "{\"model\": \"$m\", \"batch\": $b, \"status\": \"export failed\", \"log\": $(tail -3 "$W/$name.export.log" | $PY -c 'import json,sys; print(json.dumps(sys.stdin.read()))')}" >>"$W/rows.jsonl"; continue
   fi
-  art="$W/$m.korch"; costs=measured
+  art="$W/$name.korch"; costs=measured
   t0=$SECONDS
-  if ! timeout "$COMPILE_S" "$K" compile "$onnx" --device cuda -o "$art" --tuning-db "$DB" --json >"$W/$m.compile.json" 2>"$W/$m.compile.log"; then
-    say "measured compile of $m did not finish in ${COMPILE_S} s (or failed): $(tail -2 "$W/$m.compile.log" | tr '\n' ' ')"
+  if ! timeout "$COMPILE_S" "$K" compile "$onnx" --device cuda -o "$art" --tuning-db "$DB" --json >"$W/$name.compile.json" 2>"$W/$name.compile.log"; then
+    say "measured compile of $m did not finish in ${COMPILE_S} s (or failed): $(tail -2 "$W/$name.compile.log" | tr '\n' ' ')"
     costs=analytic
-    timeout 120 "$K" compile "$onnx" --device cuda --cost analytic --no-verify -o "$art" --json >"$W/$m.compile.json" 2>>"$W/$m.compile.log" ||
-      { echo "{\"model\": \"$m\", \"status\": \"compile failed\"}" >>"$W/rows.jsonl"; continue; }
+    timeout 120 "$K" compile "$onnx" --device cuda --cost analytic --no-verify -o "$art" --json >"$W/$name.compile.json" 2>>"$W/$name.compile.log" ||
+      { echo "{\"model\": \"$m\", \"batch\": $b, \"status\": \"compile failed\"}" >>"$W/rows.jsonl"; continue; }
   fi
   compile_s=$((SECONDS - t0))
   # The reference interpreter on seeded inputs, then the artifact on the same inputs.
-  "$K" run "$onnx" --random-inputs 0 --outputs "$W/$m.ref" >/dev/null 2>"$W/$m.ref.log"
-  "$K" run --artifact "$art" "${EMULATE[@]}" --inputs "$W/$m.ref" --outputs "$W/$m.got" >/dev/null 2>"$W/$m.run.log"
-  check=$($PY - "$W/$m.got" "$W/$m.ref" <<'EOF'
+  "$K" run "$onnx" --random-inputs 0 --outputs "$W/$name.ref" >/dev/null 2>"$W/$name.ref.log"
+  "$K" run --artifact "$art" "${EMULATE[@]}" --inputs "$W/$name.ref" --outputs "$W/$name.got" >/dev/null 2>"$W/$name.run.log"
+  check=$($PY - "$W/$name.got" "$W/$name.ref" <<'EOF'
 import sys, pathlib, numpy as np
 got, ref = map(pathlib.Path, sys.argv[1:])
 files = sorted(got.glob("*.npy"))
@@ -116,22 +122,22 @@ for f in files:
 print(f"{'pass' if worst <= 1e-4 else 'FAIL'} {worst:.1e}")
 EOF
 )
-  [ "$DRY" = 1 ] || "$K" bench --artifact "$art" --runs 50 --rounds 3 --peers none --no-unfused --json "$W/$m.bench.json" >"$W/$m.bench.log" 2>&1
-  $PY bench/gpu_peers.py "$m" --batch 1 --rounds 3 --runs "$([ "$DRY" = 1 ] && echo 2 || echo 50)" --device "$PEER_DEVICE" \
-    --json "$W/$m.peers.json" >"$W/$m.peers.log" 2>&1
-  $PY - "$m" "$costs" "$compile_s" "$check" "$W" >>"$W/rows.jsonl" <<'EOF'
+  [ "$DRY" = 1 ] || "$K" bench --artifact "$art" --runs 50 --rounds 3 --peers none --no-unfused --json "$W/$name.bench.json" >"$W/$name.bench.log" 2>&1
+  $PY bench/gpu_peers.py "$m" --batch "$b" --rounds 3 --runs "$([ "$DRY" = 1 ] && echo 2 || echo 50)" --device "$PEER_DEVICE" \
+    --json "$W/$name.peers.json" >"$W/$name.peers.log" 2>&1
+  $PY - "$m" "$costs" "$compile_s" "$check" "$W" "$b" "$name" >>"$W/rows.jsonl" <<'EOF'
 import json, sys, pathlib
-m, costs, compile_s, check, w = sys.argv[1:]
+m, costs, compile_s, check, w, batch, name = sys.argv[1:]
 w = pathlib.Path(w)
 def load(p):
     try: return json.loads((w / p).read_text())
     except Exception as e: return {"error": str(e)}
-bench, peers, comp = load(f"{m}.bench.json"), load(f"{m}.peers.json"), load(f"{m}.compile.json")
-row = {"model": m, "status": "ran", "costs": comp.get("cost_model") or costs, "compile_s": int(compile_s), "check": check,
+bench, peers, comp = load(f"{name}.bench.json"), load(f"{name}.peers.json"), load(f"{name}.compile.json")
+row = {"model": m, "batch": int(batch), "status": "ran", "costs": comp.get("cost_model") or costs, "compile_s": int(compile_s), "check": check,
        "korch_ms": bench.get("korch", {}).get("median_ms"), "replay": bench.get("replay"),
        "predicted_ms": ((comp.get("plan") or {}).get("plan_s") or 0) * 1e3 or None}
 for r in peers.get("models", []):
-    if r.get("batch") == 1:
+    if r.get("batch") == int(batch):
         row.update(eager_ms=r.get("eager_ms"), compile_ms=r.get("compile_ms"), torch_compile_s=r.get("compile_s"),
                    peer_error=r.get("error"))
 print(json.dumps(row))
@@ -159,17 +165,17 @@ import json, sys, pathlib, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 out, tests_ok, bw = pathlib.Path(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
 f = lambda v: f"{v:.3f}" if isinstance(v, (int, float)) else "-"
-lines = [f"GPU check {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: `bash scripts/gpu_check.sh` (batch 1, fp32, TF32 off)",
+lines = [f"GPU check {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: `bash scripts/gpu_check.sh` (fp32, TF32 off; korch times include the input upload and output download, the peers start from inputs on the GPU)",
          f"CUDA unit tests: {'passed' if tests_ok else 'FAILED'}; device-to-device copy {bw} TB/s", "",
-         "| model | costs | compile s | check (rel L2) | predicted ms | korch ms | eager ms | torch.compile ms | vs compile |",
-         "|---|---|---|---|---|---|---|---|---|"]
+         "| model | batch | costs | compile s | check (rel L2) | predicted ms | korch ms | eager ms | torch.compile ms | vs compile |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
 ok = tests_ok
 for r in rows:
     if r.get("status") != "ran":
-        lines.append(f"| {r['model']} | {r.get('status')} | | | | | | | |"); continue
+        lines.append(f"| {r['model']} | {r.get('batch')} | {r.get('status')} | | | | | | | |"); continue
     ok &= r["check"].startswith("pass")
     sp = r["compile_ms"] / r["korch_ms"] if r.get("compile_ms") and r.get("korch_ms") else None
-    lines.append(f"| {r['model']} | {r['costs']} | {r['compile_s']} | {r['check']} | {f(r.get('predicted_ms'))} | "
+    lines.append(f"| {r['model']} | {r['batch']} | {r['costs']} | {r['compile_s']} | {r['check']} | {f(r.get('predicted_ms'))} | "
                  f"{f(r.get('korch_ms'))} | {f(r.get('eager_ms'))} | {f(r.get('compile_ms'))} | "
                  f"{f'{sp:.2f}x' if sp else '-'} |")
 (out / "gpu_check.md").write_text("\n".join(lines) + "\n")

@@ -96,6 +96,9 @@ class Backend {
   // reorder), so `--layout auto` runs the channels-last layout pass (rewrite/channels_last.h)
   // before orchestrating.
   virtual bool prefers_channels_last() const { return false; }
+  // Whether its convolution library pads both sides of an axis alike (cuDNN), so the compiler
+  // turns asymmetric convolution padding into an explicit Pad first (rewrite/conv_padding.h).
+  virtual bool symmetric_conv_padding() const { return false; }
 };
 
 struct BackendOptions {

@@ -16,6 +16,7 @@
 #include "pipeline/pipeline.h"
 #include "profile/in_model.h"
 #include "profile/kernel_check.h"
+#include "rewrite/conv_padding.h"
 #include "runtime/artifact.h"
 #include "support/cache_folder.h"
 #include "support/host_compiler.h"
@@ -409,6 +410,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   PrimitiveReport lowered;
   r.primitives = lower_to_primitives(model, &lowered, channels_last);
   r.meta.layout = lowered.channels_last.convolutions > 0 ? "channels-last" : "nchw";
+  const int padded_convs = backend->symmetric_conv_padding() ? make_conv_padding_symmetric(r.primitives) : 0;
   const Graph& p = r.primitives;
   check_every_primitive_emits(p, *backend);
   r.meta.timing["lower"] = since(t);
@@ -416,7 +418,8 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
                   r.meta.timing["lower"],
                   lowered.channels_last.convolutions > 0
                       ? fmt::format(", {} convolutions channels-last", lowered.channels_last.convolutions)
-                      : ""));
+                      : "")
+          + (padded_convs > 0 ? fmt::format(", {} convolutions' asymmetric padding as a Pad", padded_convs) : ""));
 
   // 3. Costs.
   OrchestrateOptions opt = o.orchestrate;

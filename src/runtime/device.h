@@ -89,8 +89,9 @@ class Device {
   virtual void download(void* dst, const void* src, int64_t bytes) = 0;
   virtual void synchronize() = 0;
   // Seconds on a monotonic clock once everything issued so far has finished: the timer that
-  // measurements use (a kernel's time is the difference of two readings around its runs).
-  double synchronized_seconds();
+  // measurements use (a kernel's time is the difference of two readings around its runs). The
+  // default is the host's steady clock after synchronize(); a GPU reads its own timeline (events).
+  virtual double synchronized_seconds();
 
   // Whether the kernel of `recipe` runs code from the kernel module (else: a library call or a
   // reference op alone).

@@ -40,6 +40,7 @@ class CudaBackend : public Backend {
   runtime::Device* check_device() override;
   nlohmann::json write_module(const std::string& dir, const std::vector<const EmittedKernel*>& kernels) override;
   std::string describe_module() const override { return module_; }
+  bool symmetric_conv_padding() const override { return true; }  // cuDNN's legacy convolution
   // The PTX target: "compute_<NN>" of the GPU present, else compute_90 (sm_90, the H200).
   std::string ptx_arch() const;
 
