@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/op_registry.h"
+
 namespace korch::linear_detail {
 
 namespace {
@@ -71,9 +73,9 @@ LinearGeometry conv(const Graph& g, const Node& n) {
   for (size_t i = 0; i < ns; ++i) {
     const int64_t in = x[2 + i], k = w[2 + i], s = a.strides[i], ek = (k - 1) * a.dilations[i] + 1;
     if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
-      const int64_t out = (in + s - 1) / s, total = std::max<int64_t>(0, (out - 1) * s + ek - in);
-      pb[i] = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pe[i] = total - pb[i];
+      const AxisPads p = same_auto_pads(in, (in + s - 1) / s, s, ek, a.auto_pad == "SAME_UPPER");
+      pb[i] = p.before;
+      pe[i] = p.after;
     } else if (a.auto_pad == "NOTSET") {
       pb[i] = a.pads[i];
       pe[i] = a.pads[ns + i];

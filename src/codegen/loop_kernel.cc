@@ -17,6 +17,7 @@
 
 #include "codegen/kernel_signature.h"
 #include "codegen/loop_kernel_internal.h"
+#include "ir/op_registry.h"
 #include "support/error.h"
 
 namespace korch {
@@ -206,10 +207,9 @@ std::vector<PoolDim> pool_dims(const Node& n, const Shape& x, const Shape& y) {
   for (size_t i = 0; i < nsp; ++i) {
     PoolDim p{x[2 + i], y[2 + i], ks[i], st.empty() ? 1 : st[i], dl.empty() ? 1 : dl[i], 0, 0};
     if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      const int64_t ek = (p.k - 1) * p.d + 1;
-      const int64_t total = std::max<int64_t>(0, (p.out - 1) * p.s + ek - p.in);
-      p.pb = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      p.pe = total - p.pb;
+      const AxisPads same = same_auto_pads(p.in, p.out, p.s, (p.k - 1) * p.d + 1, ap == "SAME_UPPER");
+      p.pb = same.before;
+      p.pe = same.after;
     } else if (ap == "NOTSET") {
       p.pb = pads[i];
       p.pe = pads[nsp + i];

@@ -15,6 +15,7 @@
 //    fp32 math for fp32 (accumulate in double where it costs nothing, e.g. reductions).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -96,6 +97,18 @@ class OpRegistry {
 // The types of eval-time inputs (nullptr for omitted ones), kept in `storage`: what make-config
 // code written against OpInferContext::input_types needs at eval time.
 std::vector<const TensorType*> input_types_of(const std::vector<const Tensor*>& inputs, std::vector<TensorType>& storage);
+
+// auto_pad SAME_UPPER / SAME_LOWER along one spatial axis of a convolution or pooling window of
+// `extent` (dilated kernel size) and `stride`, whose output extent is `out` (ceil(in / stride)):
+// the padding that takes, split with the odd element after (UPPER) or before (LOWER).
+struct AxisPads {
+  int64_t before = 0, after = 0;
+};
+inline AxisPads same_auto_pads(int64_t in, int64_t out, int64_t stride, int64_t extent, bool upper) {
+  const int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
+  const int64_t before = upper ? total / 2 : total - total / 2;
+  return {before, total - before};
+}
 
 // Looks up the op for `node` at `opset`; throws kUnsupported when unknown, registered for another
 // domain than the node's, or (default domain) outside the implemented opset range.

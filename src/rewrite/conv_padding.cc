@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "ir/op_registry.h"
+
 namespace korch {
 
 int make_conv_padding_symmetric(Graph& g) {
@@ -27,9 +29,9 @@ int make_conv_padding_symmetric(Graph& g) {
     for (size_t d = 0; d < ns; ++d) {
       const int64_t in = xt.shape[2 + d], ek = (ws[2 + d] - 1) * dilations[d] + 1, s = strides[d];
       if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-        const int64_t out = (in + s - 1) / s, total = std::max<int64_t>(0, (out - 1) * s + ek - in);
-        before[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-        after[d] = total - before[d];
+        const AxisPads p = same_auto_pads(in, (in + s - 1) / s, s, ek, auto_pad == "SAME_UPPER");
+        before[d] = p.before;
+        after[d] = p.after;
       } else if (auto_pad == "NOTSET") {
         before[d] = pads[d];
         after[d] = pads[ns + d];

@@ -63,9 +63,9 @@ PoolGeom pool_geometry(const Attributes& attrs, const Shape& x, PoolKind kind) {
     const int64_t ek = (g.k[j] - 1) * g.d[j] + 1;
     if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
       g.out[j] = (g.in[j] + g.s[j] - 1) / g.s[j];
-      const int64_t total = std::max<int64_t>(0, (g.out[j] - 1) * g.s[j] + ek - g.in[j]);
-      g.pb[j] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.pe[j] = total - g.pb[j];
+      const AxisPads p = same_auto_pads(g.in[j], g.out[j], g.s[j], ek, ap == "SAME_UPPER");
+      g.pb[j] = p.before;
+      g.pe[j] = p.after;
       continue;
     }
     if (ap == "NOTSET") {
