@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace korch {
 
@@ -21,5 +22,12 @@ class SharedLibrary {
   void* handle_ = nullptr;
   std::string path_;
 };
+
+// A vendor library loaded for the rest of the process (NVRTC, cuBLASLt, cuDNN): $env when it is
+// set, then each of `candidates`, the first that dlopen loads. Null when none does; *errors then
+// lists each one tried with dlopen's reason. `global`: RTLD_GLOBAL (its symbols visible to the
+// libraries it loads itself), else RTLD_LOCAL.
+void* open_first_library(const char* env, const std::vector<std::string>& candidates, std::string* errors,
+                         bool global = false);
 
 }  // namespace korch

@@ -11,8 +11,9 @@
 // Devices: with a GPU, kernels are timed on it (measured costs); without one there is no timing
 // device and costs come from the analytic H200 model. The correctness gate runs every kernel on the
 // host emulator (runtime/cuda/cuda_device.h), and with a GPU each timed kernel is also checked on
-// the GPU by the measuring driver before its time is kept. An artifact holds kernels/kernels.cu and kernels/kernels.ptx
-// (NVRTC, for the GPU's architecture when one is present, else sm_90: the H200).
+// the GPU by the measuring driver before its time is kept. An artifact holds kernels/kernels.cu
+// and kernels/kernels.ptx (NVRTC, for the GPU's architecture when one is present, else sm_90:
+// the H200).
 #pragma once
 
 #include <memory>

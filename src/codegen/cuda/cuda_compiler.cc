@@ -17,6 +17,7 @@
 #include "codegen/kernel_signature.h"
 #include "support/host_compiler.h"
 #include "support/error.h"
+#include "support/shared_library.h"
 
 namespace korch::cuda {
 namespace fs = std::filesystem;
@@ -43,17 +44,9 @@ struct Nvrtc {
 const Nvrtc& nvrtc() {
   static const Nvrtc n = [] {
     Nvrtc r;
-    std::vector<std::string> tried;
-    if (const char* env = std::getenv("KORCH_NVRTC"); env && *env) tried.push_back(env);
-    for (const char* c : {"libnvrtc.so.13", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13"}) tried.push_back(c);
-    void* h = nullptr;
     std::string errors;
-    for (const std::string& path : tried) {
-      h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (h) break;
-      const char* e = dlerror();
-      errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", path, e ? e : "not found");
-    }
+    void* h = open_first_library("KORCH_NVRTC", {"libnvrtc.so.13", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13"},
+                                 &errors);
     if (!h) {
       r.why = "NVRTC is not available (set KORCH_NVRTC to libnvrtc.so): " + errors;
       return r;

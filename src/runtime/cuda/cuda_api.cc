@@ -11,9 +11,6 @@ namespace korch::cuda {
 
 namespace {
 
-#define KORCH_STR2(x) #x
-#define KORCH_STR(x) KORCH_STR2(x)
-
 DriverApi resolve() {
   const GpuInfo& gpu = probe_gpu();
   if (!gpu.available) fail_unsupported("the CUDA runtime needs an NVIDIA GPU, but {}", gpu.why);

@@ -13,6 +13,9 @@
 
 namespace korch::cuda {
 
+#define KORCH_STR2(x) #x
+#define KORCH_STR(x) KORCH_STR2(x)  // the macro-expanded name: KORCH_STR(cuMemAlloc) = "cuMemAlloc_v2"
+
 #define KORCH_DRIVER_ENTRY_POINTS(X)                                                                \
   X(cuGetErrorName) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetAttribute)                    \
   X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo)         \

@@ -93,9 +93,7 @@ class EmulatorDevice : public runtime::Device {
     if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
   }
   void synchronize() override {}
-  bool uses_module(const nlohmann::json& recipe) const override {
-    return recipe.is_object() && recipe.contains("launches") && !recipe.at("launches").empty();
-  }
+  bool uses_module(const nlohmann::json& recipe) const override { return CudaKernelRecipe::has_launches(recipe); }
   std::shared_ptr<runtime::KernelModule> load_module(const std::string& artifact_dir) override {
     const std::string path = (std::filesystem::path(artifact_dir) / "kernels" / "kernels.cu").string();
     std::error_code ec;

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <utility>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_kernel.h"
@@ -104,6 +104,8 @@ class GpuKernel : public runtime::DeviceKernel {
       reference_ = std::make_unique<runtime::ReferenceStep>(r_.reference_graph, r_);
       for (const TensorType& t : r_.inputs) host_in_.emplace_back(t);
       for (const TensorType& t : r_.outputs) host_out_.emplace_back(t);
+      for (Tensor& t : host_in_) host_in_ptrs_.push_back(t.raw());
+      for (Tensor& t : host_out_) host_out_ptrs_.push_back(t.raw());
     }
     if (r_.linear) {
       LibraryPlan plan = plan_library_call(*r_.linear);
@@ -135,11 +137,7 @@ class GpuKernel : public runtime::DeviceKernel {
       for (size_t i = 0; i < ni; ++i)
         KORCH_CU(cuMemcpyDtoHAsync, host_in_[i].raw(), dptr(inputs[i]), host_in_[i].nbytes(), stream_);
       KORCH_CU(cuStreamSynchronize, stream_);
-      std::vector<const void*> in;
-      std::vector<void*> out;
-      for (auto& t : host_in_) in.push_back(t.raw());
-      for (auto& t : host_out_) out.push_back(t.raw());
-      reference_->run(in.data(), out.data());
+      reference_->run(host_in_ptrs_.data(), host_out_ptrs_.data());
       for (size_t o = 0; o < no; ++o)
         KORCH_CU(cuMemcpyHtoDAsync, dptr(outputs[o]), host_out_[o].raw(), host_out_[o].nbytes(), stream_);
       KORCH_CU(cuStreamSynchronize, stream_);  // host_out_ is reused by the next run
@@ -164,7 +162,9 @@ class GpuKernel : public runtime::DeviceKernel {
   std::shared_ptr<runtime::KernelModule> module_;
   std::vector<CUfunction> functions_;
   std::unique_ptr<runtime::ReferenceStep> reference_;
-  std::vector<Tensor> host_in_, host_out_;
+  std::vector<Tensor> host_in_, host_out_;  // the reference op's host copies
+  std::vector<const void*> host_in_ptrs_;
+  std::vector<void*> host_out_ptrs_;
   std::unique_ptr<LibraryCall> library_;
   std::vector<CUdeviceptr> scratch_;
 };
@@ -211,9 +211,7 @@ class GpuDevice : public runtime::Device {
     if (bytes > 0) KORCH_CU(cuMemcpyDtoHAsync, dst, dptr(src), static_cast<size_t>(bytes), c_.stream);
   }
   void synchronize() override { KORCH_CU(cuStreamSynchronize, c_.stream); }
-  bool uses_module(const nlohmann::json& recipe) const override {
-    return recipe.is_object() && recipe.contains("launches") && !recipe.at("launches").empty();
-  }
+  bool uses_module(const nlohmann::json& recipe) const override { return CudaKernelRecipe::has_launches(recipe); }
   std::shared_ptr<runtime::KernelModule> load_module(const std::string& artifact_dir) override {
     const std::string path = (std::filesystem::path(artifact_dir) / "kernels" / "kernels.ptx").string();
     std::error_code ec;

@@ -25,6 +25,11 @@ struct CudaKernelRecipe : runtime::KernelRecipeBase {
   std::vector<CudaLaunch> launches;
 
   nlohmann::json to_json() const;
+  // Whether `recipe` runs generated functions (else a library call or a reference op alone): what
+  // every CUDA device's uses_module() answers.
+  static bool has_launches(const nlohmann::json& recipe) {
+    return recipe.is_object() && recipe.contains("launches") && !recipe.at("launches").empty();
+  }
   static CudaKernelRecipe from_json(const nlohmann::json& j);  // throws korch::Error
 };
 

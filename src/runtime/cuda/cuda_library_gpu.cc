@@ -12,11 +12,8 @@
 #include <cudnn.h>
 #include <dlfcn.h>
 
-#include <algorithm>
-#include <cstdlib>
-#include <mutex>
-
 #include "runtime/cuda/cuda_api.h"
+#include "support/shared_library.h"
 
 // cuDNN 9 marks its legacy convolution API deprecated; it is the one with Find*Ex measurement.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -24,22 +21,6 @@
 namespace korch::cuda {
 
 namespace {
-
-#define KORCH_STR2(x) #x
-#define KORCH_STR(x) KORCH_STR2(x)
-
-void* open_library(const char* env, const std::vector<std::string>& names, std::string* why) {
-  std::vector<std::string> tried;
-  if (const char* e = std::getenv(env); e && *e) tried.push_back(e);
-  tried.insert(tried.end(), names.begin(), names.end());
-  std::string errors;
-  for (const std::string& n : tried) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL)) return h;
-    errors += fmt::format("{}{}", errors.empty() ? "" : "; ", dlerror());
-  }
-  *why = fmt::format("tried ${} and {}: {}", env, fmt::join(names, ", "), errors);
-  return nullptr;
-}
 
 #define KORCH_CUBLASLT_ENTRY_POINTS(X)                                                                  \
   X(cublasLtCreate) X(cublasLtGetVersion) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)     \
@@ -67,7 +48,7 @@ struct Cublaslt {
   std::string why, lib_name = "cuBLASLt";
   cublasLtHandle_t handle = nullptr;
   Cublaslt() {
-    void* h = open_library("KORCH_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, &why);
+    void* h = open_first_library("KORCH_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, &why, true);
     if (!h) return;
     KORCH_CUBLASLT_ENTRY_POINTS(KORCH_RESOLVE)
     if (cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS) why = "cublasLtCreate failed (no GPU context?)";
@@ -79,7 +60,7 @@ struct Cudnn {
   std::string why, lib_name = "cuDNN";
   cudnnHandle_t handle = nullptr;
   Cudnn() {
-    void* h = open_library("KORCH_CUDNN", {"libcudnn.so.9", "libcudnn.so"}, &why);
+    void* h = open_first_library("KORCH_CUDNN", {"libcudnn.so.9", "libcudnn.so"}, &why, true);
     if (!h) return;
     KORCH_CUDNN_ENTRY_POINTS(KORCH_RESOLVE)
     if (cudnnCreate(&handle) != CUDNN_STATUS_SUCCESS) why = "cudnnCreate failed (no GPU context?)";
@@ -267,7 +248,8 @@ class ConvCall : public LibraryCall {
   }
   std::string describe() const override {
     return fmt::format("cuDNN {} algorithm {} ({}), workspace {} bytes", c_.transpose ? "backward-data" : "forward",
-                       c_.transpose ? static_cast<int>(bwd_algo_) : static_cast<int>(fwd_algo_), math_, workspace_.bytes);
+                       c_.transpose ? static_cast<int>(bwd_algo_) : static_cast<int>(fwd_algo_),
+                       chosen_ ? "FMA math, no TF32" : "not chosen yet", workspace_.bytes);
   }
 
  private:
@@ -289,7 +271,6 @@ class ConvCall : public LibraryCall {
     if (!best)
       fail("cuDNN measured no fp32 FMA-math algorithm for a {} convolution {} -> {}", c_.transpose ? "transposed" : "forward",
            fmt::join(c_.x, "x"), fmt::join(c_.y, "x"));
-    math_ = "FMA math, no TF32";
     return *best;
   }
   void choose(const void* src, const void* w, void* dst) {
@@ -297,23 +278,24 @@ class ConvCall : public LibraryCall {
     DeviceBuffer scratch;
     scratch.resize(kFindWorkspace);
     int n = 0;
+    size_t workspace = 0;
     if (c_.transpose) {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       KORCH_DNN(cudnnFindConvolutionBackwardDataAlgorithmEx, d.handle, w_, w, x_, src, conv_, y_, dst,
                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, scratch.ptr(), scratch.bytes);
       const auto& p = pick(perf, n);
       bwd_algo_ = p.algo;
-      ws_ = p.memory;
+      workspace = p.memory;
     } else {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       KORCH_DNN(cudnnFindConvolutionForwardAlgorithmEx, d.handle, x_, src, w_, w, conv_, y_, dst,
                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, scratch.ptr(), scratch.bytes);
       const auto& p = pick(perf, n);
       fwd_algo_ = p.algo;
-      ws_ = p.memory;
+      workspace = p.memory;
     }
     scratch.release();
-    if (ws_ > 0) workspace_.resize(ws_);
+    if (workspace > 0) workspace_.resize(workspace);
     chosen_ = true;
   }
   ConvPlan c_;
@@ -323,9 +305,7 @@ class ConvCall : public LibraryCall {
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnConvolutionFwdAlgo_t fwd_algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t bwd_algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-  size_t ws_ = 0;
   bool chosen_ = false;
-  std::string math_ = "not chosen yet";
   DeviceBuffer workspace_;
 };
 
@@ -338,18 +318,15 @@ std::unique_ptr<LibraryCall> make_library_call(const LibraryPlan& plan, void* st
 }
 
 std::vector<std::string> describe_gpu_libraries() {
-  std::vector<std::string> out;
-  try {
-    out.push_back(fmt::format("cuBLASLt {}", cublaslt().cublasLtGetVersion()));
-  } catch (const Error& e) {
-    out.push_back(e.what());
-  }
-  try {
-    out.push_back(fmt::format("cuDNN {}", cudnn().cudnnGetVersion()));
-  } catch (const Error& e) {
-    out.push_back(e.what());
-  }
-  return out;
+  auto line = [](auto version_line) -> std::string {
+    try {
+      return version_line();
+    } catch (const Error& e) {
+      return e.what();
+    }
+  };
+  return {line([] { return fmt::format("cuBLASLt {}", cublaslt().cublasLtGetVersion()); }),
+          line([] { return fmt::format("cuDNN {}", cudnn().cudnnGetVersion()); })};
 }
 
 }  // namespace korch::cuda
