@@ -44,6 +44,7 @@ struct EmittedKernel {
   std::string source;             // its generated functions ("" when none: a library call or a
                                   // reference op alone)
   std::string entry;              // its (first) generated function, for messages ("" when none)
+  std::string variant;            // the schedule variant it was emitted with ("" = the default)
   nlohmann::json recipe;          // how the device runs it (runtime/<device>/<device>_kernel.h)
   std::vector<ValueId> arg_inputs;  // graph values bound to the recipe's inputs
   std::vector<ValueId> outputs;     // graph values bound to the recipe's outputs
@@ -69,8 +70,19 @@ class Backend {
   // The roofline of the target (--cost analytic; optimistic lower bounds for pruning).
   virtual DeviceSpec analytic_spec() const = 0;
 
-  // Never throws for a candidate it cannot emit: returns ok = false with the reason.
-  virtual EmittedKernel emit(const Graph& g, const KernelCandidate& c) const = 0;
+  // Never throws for a candidate it cannot emit: returns ok = false with the reason. `variant`:
+  // "" for the default schedule, else one of schedule_variants(g, c) (or a name one returned
+  // before for the same signature and generator version); an unknown name is a reason.
+  virtual EmittedKernel emit(const Graph& g, const KernelCandidate& c, const std::string& variant = "") const = 0;
+  // The schedules worth timing for c, by name, the default first (emit(g, c, name) of each gives
+  // different code; emit(g, c, front()) is emit(g, c) with its variant named). Names are stable
+  // for a signature and generator version: the tuning database keeps the winner's. Empty on a
+  // backend without a schedule space, or when c has nothing to schedule.
+  virtual std::vector<std::string> schedule_variants(const Graph& g, const KernelCandidate& c) const {
+    (void)g;
+    (void)c;
+    return {};
+  }
   // One compilable unit: the prelude once, then each distinct kernel's source.
   virtual std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const = 0;
   // Compiles units for `device` (timing_device() or check_device()), one module each. Throws

@@ -21,8 +21,10 @@ struct KernelCost {
   double seconds = std::numeric_limits<double>::infinity();
   std::string reason;  // for an infinite cost: why the kernel cannot be emitted; else a short
                        // note on what bounds it ("memory-bound 1.2 MB", "linear 3.1 GFLOP")
+  std::string variant;  // the backend's schedule variant the time belongs to ("" = its default):
+                        // the one emit() is asked for when the kernel is planned
   bool feasible() const { return seconds < std::numeric_limits<double>::infinity(); }
-  static KernelCost infeasible(std::string why) { return {std::numeric_limits<double>::infinity(), std::move(why)}; }
+  static KernelCost infeasible(std::string why) { return {std::numeric_limits<double>::infinity(), std::move(why), ""}; }
 };
 
 class CostProvider {

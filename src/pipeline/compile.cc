@@ -142,7 +142,9 @@ std::vector<EmittedKernel> emit_plan(const Graph& p, const Backend& backend, con
   std::vector<EmittedKernel> out;
   for (const PlannedKernel& pk : o.plan.kernels) {
     const KernelCandidate& c = o.candidates.candidates.at(static_cast<size_t>(pk.candidate));
-    EmittedKernel k = backend.emit(p, c);
+    // The schedule its cost was measured with (the default unless measured costs tuned one).
+    const size_t ci = static_cast<size_t>(pk.candidate);
+    EmittedKernel k = backend.emit(p, c, ci < o.costs.costs.size() ? o.costs.costs[ci].variant : "");
     KORCH_CHECK(k.ok, "planned kernel {} cannot be emitted: {}", pk.candidate, k.reason);
     out.push_back(std::move(k));
   }

@@ -135,9 +135,9 @@ KernelCost InModelCosts::cost(const Graph& g, const KernelCandidate& c) {
   if (it == by_instance_.end()) {
     const double f = scale(c.linear > 0);
     if (f == 1.0) return k;
-    return {k.seconds * f, fmt::format("{} x{:.2f} (in-model scale of its class)", k.reason, f)};
+    return {k.seconds * f, fmt::format("{} x{:.2f} (in-model scale of its class)", k.reason, f), k.variant};
   }
-  return {it->second, fmt::format("in-model {:.1f} us (alone {:.1f} us)", it->second * 1e6, k.seconds * 1e6)};
+  return {it->second, fmt::format("in-model {:.1f} us (alone {:.1f} us)", it->second * 1e6, k.seconds * 1e6), k.variant};
 }
 
 std::string InModelCosts::whole_signature(const std::string& what) const { return content_hash(model_key_ + "|" + what); }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <functional>
+#include <optional>
 #include <cstdio>
 #include <set>
 #include <thread>
@@ -48,7 +50,14 @@ double machine_load() {
 }
 
 KernelCost cost_of(const TuningRecord& r) {
-  if (r.status == TuningStatus::kOk) return {r.seconds, fmt::format("measured {:.1f} us, spread {:.0f}%", r.seconds * 1e6, r.spread * 100)};
+  if (r.status == TuningStatus::kOk) {
+    // A record left in flight by schedule tuning holds the default's time.
+    const bool tuned = !r.variant.empty() && r.variant != TuningRecord::kVariantInFlight;
+    return {r.seconds,
+            fmt::format("measured {:.1f} us, spread {:.0f}%{}", r.seconds * 1e6, r.spread * 100,
+                        tuned ? ", schedule " + r.variant : ""),
+            tuned ? r.variant : ""};
+  }
   if (r.status == TuningStatus::kFailed) return KernelCost::infeasible("failed the correctness gate: " + r.note);
   return KernelCost::infeasible(r.note);
 }
@@ -101,11 +110,14 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   stats_.signatures = static_cast<int64_t>(first_of.size());
   std::map<std::string, TuningRecord> known = db_->get_many(keys);
   std::vector<std::string> todo;  // hashes to generate and measure, singletons first
+  std::set<std::string> untuned;  // measured on the default schedule only
   for (const auto& [hash, rep] : first_of) {
     auto it = known.find(key_of(hash));
     if (it != known.end() && it->second.status != TuningStatus::kInFlight && !options_.redo) {
       by_hash_[hash] = cost_of(it->second);
       ++stats_.db_hits;
+      if (it->second.status == TuningStatus::kOk && it->second.variant.empty()) untuned.insert(hash);
+      else if (it->second.variant == TuningRecord::kVariantInFlight) ++stats_.schedule_crashes;
     } else {
       todo.push_back(hash);
     }
@@ -116,17 +128,17 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   stats_.seconds_signatures = since(t);
   say(fmt::format("measured costs: {} candidates, {} distinct kernels, {} in the tuning database ({}), {} to measure",
                   candidates.size(), first_of.size(), stats_.db_hits, db_->path(), todo.size()));
-  if (todo.empty()) return;
   // A busy machine makes every parallel kernel wait for a descheduled thread (a scheduler tick,
   // milliseconds): such numbers are stored and reused, so say so.
-  if (double load = machine_load(); load > std::thread::hardware_concurrency() - 0.5)
+  if (double load = machine_load(); !todo.empty() && load > std::thread::hardware_concurrency() - 0.5)
     say(fmt::format("warning: load average {:.1f} on {} cores: other processes compete for the CPU, so these "
                     "measurements will be slow and noisy (they are kept in the tuning database; delete it to redo them)",
                     load, std::thread::hardware_concurrency()));
 
   auto record = [&](const std::string& hash, TuningStatus status, double seconds, double spread, int reps,
-                    const std::string& note) {
+                    const std::string& note, const std::string& variant = "") {
     TuningRecord r;
+    r.variant = variant;
     r.key = key_of(hash);
     r.signature = hash;
     r.device = device_;
@@ -160,6 +172,70 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     if (candidates[i].nodes.size() == 1 && !candidates[i].minimal_outputs)
       singleton_hash.emplace(candidates[i].nodes[0], hash_of_[i]);
 
+  // Compiles `ks`, then checks each against the reference and times it. before(i, source) runs
+  // first for each compiled kernel (false: skip it); done(i, outcome) reports every kernel.
+  struct Outcome {
+    enum class Kind { kCompileFailed, kFailed, kMeasured } kind = Kind::kFailed;
+    std::string where, message;  // where: its source and function (or library step)
+    Measurement m;
+  };
+  auto check_and_time = [&](const std::vector<const EmittedKernel*>& ks, const std::string& what,
+                            const std::function<bool(size_t, const std::string&)>& before,
+                            const std::function<void(size_t, const Outcome&)>& done) {
+    // Compile in units; a unit that fails is split so one bad kernel costs only itself.
+    auto tc = Clock::now();
+    int64_t with_source = 0;
+    for (const EmittedKernel* k : ks) with_source += !k->source.empty();
+    const int64_t units = (with_source + options_.kernels_per_unit - 1) / options_.kernels_per_unit;
+    say(fmt::format("{}: compiling {} kernels in {} translation units", what, ks.size(), units));
+    ProgressBar cbar(what + ": compiling", units, stderr, bar_options);
+    CompiledKernels compiled = compile_kernels(backend_, dev, ks, options_.kernels_per_unit, [&](bool cached) { cached ? cbar.skip() : cbar.tick(); });
+    cbar.finish();
+    stats_.units_compiled += compiled.units_compiled;
+    stats_.units_cached += compiled.units_cached;
+    stats_.seconds_compile += since(tc);
+
+    auto tm = Clock::now();
+    reference();
+    ProgressBar bar(what, static_cast<int64_t>(ks.size()), stderr, bar_options);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      bar.tick();
+      Outcome out;
+      if (!compiled.error[i].empty()) {
+        out.kind = Outcome::Kind::kCompileFailed;
+        out.message = compiled.error[i];
+        done(i, out);
+        continue;
+      }
+      const EmittedKernel& k = *ks[i];
+      const std::string& source = compiled.source_path[i];
+      if (!before(i, source)) continue;
+      out.where = source.empty() ? "library step " + k.hash : source + " (" + k.entry + ")";
+      try {
+        std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, compiled.module[i]);
+        KernelProbe probe(dev, *kernel, k, g, values);
+        // A kernel that is the reference interpreter has nothing independent to be checked against.
+        if (k.runs_reference()) ++stats_.unchecked_reference;
+        else out.message = probe.check(options_.tolerance);
+        if (out.message.empty()) {
+          MeasureOptions mo = options_.measure;
+          if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
+          if (!mo.before_sample) mo.before_sample = [&dev] { dev.flush_caches(); };  // no-op on the CPU
+          out.m = measure([&] { probe.run(); }, mo);
+          out.kind = Outcome::Kind::kMeasured;
+        }
+      } catch (const Error& e) {
+        out.message = e.what();
+      }
+      done(i, out);
+    }
+    bar.finish();
+    stats_.seconds_measure += since(tm);
+  };
+  auto note_failure = [&](const std::string& what) {
+    if (stats_.failures.size() < 8) stats_.failures.push_back(what.substr(0, 300));
+  };
+
   // Generates, compiles, checks and times `batch` (hashes).
   auto run_batch = [&](const std::vector<std::string>& batch, const std::string& what) {
     auto te = Clock::now();
@@ -177,125 +253,184 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     }
     stats_.seconds_emit += since(te);
     if (emitted.empty()) return;
-
-    // Compile in units; a unit that fails is split so one bad kernel costs only itself.
-    auto tc = Clock::now();
     std::vector<const EmittedKernel*> ks;
-    int64_t with_source = 0;
-    for (const auto& k : emitted) {
-      ks.push_back(k.get());
-      with_source += !k->source.empty();
-    }
-    const int64_t units = (with_source + options_.kernels_per_unit - 1) / options_.kernels_per_unit;
-    say(fmt::format("{}: compiling {} kernels in {} translation units", what, emitted.size(), units));
-    ProgressBar cbar(what + ": compiling", units, stderr, bar_options);
-    CompiledKernels compiled = compile_kernels(backend_, dev, ks, options_.kernels_per_unit, [&](bool cached) { cached ? cbar.skip() : cbar.tick(); });
-    cbar.finish();
-    stats_.units_compiled += compiled.units_compiled;
-    stats_.units_cached += compiled.units_cached;
-    const std::vector<std::shared_ptr<runtime::KernelModule>>& module_of = compiled.module;
-    const std::vector<std::string>& source_of = compiled.source_path;
-    std::vector<bool> compile_failed(emitted.size(), false);
-    for (size_t i = 0; i < emitted.size(); ++i) {
-      if (compiled.error[i].empty()) continue;
-      compile_failed[i] = true;
-      ++stats_.failed;
-      const std::string& msg = compiled.error[i];
-      record(hashes[i], TuningStatus::kFailed, 0, 0, 0, msg.substr(0, 600));
-      if (stats_.failures.size() < 8) stats_.failures.push_back(msg.substr(0, 300));
-    }
-    stats_.seconds_compile += since(tc);
-
-    auto tm = Clock::now();
-    reference();
-    ProgressBar bar(what, static_cast<int64_t>(emitted.size()), stderr, bar_options);
-    for (size_t i = 0; i < emitted.size(); ++i) {
-      bar.tick();
-      if (compile_failed[i]) continue;
-      const EmittedKernel& k = *emitted[i];
-      const std::string& h = hashes[i];
-      // An in-flight record left by a process that died is in `known` (read once above).
-      auto prev = known.find(key_of(h));
-      int attempt = prev != known.end() && prev->second.status == TuningStatus::kInFlight ? prev->second.reps + 1 : 1;
-      if (attempt > 2) {
-        ++stats_.failed;
-        record(h, TuningStatus::kFailed, 0, 0, 0, "crashed the profiling process twice (source " + source_of[i] + ")");
-        continue;
-      }
-      record(h, TuningStatus::kInFlight, 0, 0, attempt, source_of[i]);
-      std::string where = source_of[i].empty() ? "library step " + k.hash : source_of[i] + " (" + k.entry + ")";
-      try {
-        std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, module_of[i]);
-        KernelProbe probe(dev, *kernel, k, g, values);
-        // A kernel that is the reference interpreter has nothing independent to be checked against.
-        std::string bad;
-        if (k.runs_reference()) ++stats_.unchecked_reference;
-        else bad = probe.check(options_.tolerance);
-        if (!bad.empty()) {
-          ++stats_.failed;
-          record(h, TuningStatus::kFailed, 0, 0, 0, where + ": " + bad);
-          if (stats_.failures.size() < 8) stats_.failures.push_back(where + ": " + bad);
-          continue;
-        }
-        MeasureOptions mo = options_.measure;
-        if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
-        if (!mo.before_sample) mo.before_sample = [&dev] { dev.flush_caches(); };  // no-op on the CPU
-        Measurement m = measure([&] { probe.run(); }, mo);
-        ++stats_.measured;
-        // Still wider than max_spread after the re-takes: kept (the median of the quietest run),
-        // but marked so, counted in the summary, and re-measured by --redo.
-        if (m.noisy) ++stats_.noisy;
-        record(h, TuningStatus::kOk, m.median, m.spread, m.reps,
-               m.noisy ? fmt::format("{} (noisy: spread {:.0f}% after {} re-takes)", where, m.spread * 100, m.remeasures)
-                       : where);
-      } catch (const Error& e) {
-        ++stats_.failed;
-        record(h, TuningStatus::kFailed, 0, 0, 0, where + ": " + e.what());
-        if (stats_.failures.size() < 8) stats_.failures.push_back(where + ": " + e.what());
-      }
-    }
-    bar.finish();
-    stats_.seconds_measure += since(tm);
+    for (const auto& k : emitted) ks.push_back(k.get());
+    check_and_time(
+        ks, what,
+        [&](size_t i, const std::string& source) {
+          const std::string& h = hashes[i];
+          // An in-flight record left by a process that died is in `known` (read once above).
+          auto prev = known.find(key_of(h));
+          int attempt = prev != known.end() && prev->second.status == TuningStatus::kInFlight ? prev->second.reps + 1 : 1;
+          if (attempt > 2) {
+            ++stats_.failed;
+            record(h, TuningStatus::kFailed, 0, 0, 0, "crashed the profiling process twice (source " + source + ")");
+            return false;
+          }
+          record(h, TuningStatus::kInFlight, 0, 0, attempt, source);
+          return true;
+        },
+        [&](size_t i, const Outcome& out) {
+          const std::string& h = hashes[i];
+          if (out.kind == Outcome::Kind::kCompileFailed) {
+            ++stats_.failed;
+            record(h, TuningStatus::kFailed, 0, 0, 0, out.message.substr(0, 600));
+            note_failure(out.message);
+          } else if (out.kind == Outcome::Kind::kFailed) {
+            ++stats_.failed;
+            record(h, TuningStatus::kFailed, 0, 0, 0, out.where + ": " + out.message);
+            note_failure(out.where + ": " + out.message);
+          } else {
+            const Measurement& m = out.m;
+            ++stats_.measured;
+            // Still wider than max_spread after the re-takes: kept (the median of the quietest
+            // run), but marked so, counted in the summary, and re-measured by --redo.
+            if (m.noisy) ++stats_.noisy;
+            record(h, TuningStatus::kOk, m.median, m.spread, m.reps,
+                   m.noisy ? fmt::format("{} (noisy: spread {:.0f}% after {} re-takes)", out.where, m.spread * 100, m.remeasures)
+                           : out.where);
+            untuned.insert(h);
+          }
+        });
   };
 
-  std::vector<std::string> singles, rest;
-  for (const std::string& h : todo)
-    (candidates[static_cast<size_t>(first_of[h])].nodes.size() == 1 ? singles : rest).push_back(h);
-  if (!singles.empty()) run_batch(singles, "profiling single-primitive kernels");
-
-  // Step 4: prune by the optimistic bound against the measured one-kernel-per-primitive cover.
-  if (options_.prune) {
-    std::vector<std::string> keep;
-    for (const std::string& h : rest) {
+  // Schedule tuning: every schedule of the kernels at least options_.schedule_min_seconds long
+  // (the default among them, timed again beside the others), each checked before it is timed; the
+  // fastest is kept with its name. While they run, the record says so (variant "in flight"): a
+  // process that dies in a schedule leaves the default's time, which is not tuned again.
+  auto tune_schedules = [&](const std::vector<std::string>& hashes) {
+    auto te = Clock::now();
+    struct Site {
+      std::string hash;
+      std::vector<std::string> names;
+      TuningRecord before;
+      std::vector<Measurement> times;  // per name; reps = 0 when it failed
+    };
+    std::vector<Site> sites;
+    std::vector<std::unique_ptr<EmittedKernel>> emitted;
+    std::vector<std::pair<size_t, size_t>> owner;  // emitted kernel -> (site, name)
+    for (const std::string& h : hashes) {
       const KernelCandidate& c = candidates[static_cast<size_t>(first_of[h])];
-      double cover = 0;
-      for (NodeId n : c.nodes) {
-        auto sh = singleton_hash.find(n);
-        auto sc = sh == singleton_hash.end() ? by_hash_.end() : by_hash_.find(sh->second);
-        if (sc == by_hash_.end() || !sc->second.feasible()) { cover = -1; break; }
-        cover += sc->second.seconds;
+      std::vector<std::string> names = backend_.schedule_variants(g, c);
+      if (names.size() < 2) continue;
+      std::optional<TuningRecord> r = db_->get(key_of(h));
+      if (!r || r->status != TuningStatus::kOk) continue;
+      Site site{h, names, *r, std::vector<Measurement>(names.size())};
+      for (size_t v = 0; v < names.size(); ++v) {
+        auto k = std::make_unique<EmittedKernel>(backend_.emit(g, c, names[v]));
+        if (!k->ok) {
+          note_failure(fmt::format("schedule '{}' of {}: {}", names[v], h, k->reason));
+          continue;
+        }
+        owner.emplace_back(sites.size(), v);
+        emitted.push_back(std::move(k));
       }
-      KernelCost lb = lower_bound.cost(g, c);
-      if (cover > 0 && lb.feasible() && lb.seconds >= cover) {
-        ++stats_.pruned;
-        std::string why = fmt::format("skipped: its lower bound {:.1f} us is above its primitives run one by one ({:.1f} us measured)",
-                                      lb.seconds * 1e6, cover * 1e6);
-        by_hash_[h] = KernelCost::infeasible(why);
-        if (stats_.pruned_examples.size() < 5) stats_.pruned_examples.push_back(fmt::format("{} primitives: {}", c.nodes.size(), why));
-      } else {
-        keep.push_back(h);
-      }
+      sites.push_back(std::move(site));
     }
-    rest.swap(keep);
-    say(fmt::format("pre-pruning: {} kernels skipped (lower bound above their measured primitives), {} left",
-                    stats_.pruned, rest.size()));
+    stats_.seconds_emit += since(te);
+    if (emitted.empty()) return;
+    for (const Site& site : sites) {
+      TuningRecord r = site.before;
+      r.variant = TuningRecord::kVariantInFlight;
+      db_->put(r);
+    }
+    std::vector<const EmittedKernel*> ks;
+    for (const auto& k : emitted) ks.push_back(k.get());
+    check_and_time(
+        ks, fmt::format("timing the schedules of {} kernels", sites.size()), [](size_t, const std::string&) { return true; },
+        [&](size_t i, const Outcome& out) {
+          Site& site = sites[owner[i].first];
+          const std::string& name = site.names[owner[i].second];
+          if (out.kind == Outcome::Kind::kMeasured) {
+            site.times[owner[i].second] = out.m;
+            ++stats_.schedules_timed;
+            return;
+          }
+          // A schedule the default passed with is a generator bug: said, never chosen.
+          ++stats_.schedules_failed;
+          note_failure(fmt::format("schedule '{}' {}: {}", name, out.where, out.message));
+        });
+    for (const Site& site : sites) {
+      size_t best = site.names.size();
+      for (size_t v = 0; v < site.names.size(); ++v)
+        if (site.times[v].reps > 0 && (best == site.names.size() || site.times[v].median < site.times[best].median)) best = v;
+      TuningRecord r = site.before;
+      if (best == site.names.size()) {  // none ran: keep the default's time, tuned (nothing to gain)
+        r.variant = site.names.front();
+      } else {
+        const Measurement& m = site.times[best];
+        const double dflt = site.times.front().reps > 0 ? site.times.front().median : site.before.seconds;
+        r.variant = site.names[best];
+        r.seconds = m.median;
+        r.spread = m.spread;
+        r.reps = m.reps;
+        r.note = fmt::format("{} (fastest of {} schedules; the default {:.1f} us)", site.before.note, site.names.size(), dflt * 1e6);
+        if (best != 0) ++stats_.schedules_improved;
+      }
+      r.created = static_cast<int64_t>(std::time(nullptr));
+      db_->put(r);
+      by_hash_[site.hash] = cost_of(r);
+    }
+  };
+
+  // Steps 3-6 for what the database did not have: single primitives, pruning, fused kernels.
+  auto measure_todo = [&] {
+    std::vector<std::string> singles, rest;
+    for (const std::string& h : todo)
+      (candidates[static_cast<size_t>(first_of[h])].nodes.size() == 1 ? singles : rest).push_back(h);
+    if (!singles.empty()) run_batch(singles, "profiling single-primitive kernels");
+
+    // Step 4: prune by the optimistic bound against the measured one-kernel-per-primitive cover.
+    if (options_.prune) {
+      std::vector<std::string> keep;
+      for (const std::string& h : rest) {
+        const KernelCandidate& c = candidates[static_cast<size_t>(first_of[h])];
+        double cover = 0;
+        for (NodeId n : c.nodes) {
+          auto sh = singleton_hash.find(n);
+          auto sc = sh == singleton_hash.end() ? by_hash_.end() : by_hash_.find(sh->second);
+          if (sc == by_hash_.end() || !sc->second.feasible()) { cover = -1; break; }
+          cover += sc->second.seconds;
+        }
+        KernelCost lb = lower_bound.cost(g, c);
+        if (cover > 0 && lb.feasible() && lb.seconds >= cover) {
+          ++stats_.pruned;
+          std::string why = fmt::format("skipped: its lower bound {:.1f} us is above its primitives run one by one ({:.1f} us measured)",
+                                        lb.seconds * 1e6, cover * 1e6);
+          by_hash_[h] = KernelCost::infeasible(why);
+          if (stats_.pruned_examples.size() < 5) stats_.pruned_examples.push_back(fmt::format("{} primitives: {}", c.nodes.size(), why));
+        } else {
+          keep.push_back(h);
+        }
+      }
+      rest.swap(keep);
+      say(fmt::format("pre-pruning: {} kernels skipped (lower bound above their measured primitives), {} left",
+                      stats_.pruned, rest.size()));
+    }
+    if (!rest.empty()) run_batch(rest, "profiling fused kernels");
+    say(fmt::format("profiled: {} measured, {} failed the gate, {} unemittable, {} pruned; signatures {:.1f} s, "
+                    "generate {:.1f} s, reference {:.1f} s, compile {:.1f} s ({} units, {} cached), measure {:.1f} s",
+                    stats_.measured, stats_.failed, stats_.unemittable, stats_.pruned, stats_.seconds_signatures,
+                    stats_.seconds_emit, stats_.seconds_reference, stats_.seconds_compile, stats_.units_compiled,
+                    stats_.units_cached, stats_.seconds_measure));
+  };
+
+  if (!todo.empty()) measure_todo();
+  if (options_.tune_schedules) {
+    std::vector<std::string> tune;
+    for (const std::string& h : untuned) {
+      auto it = by_hash_.find(h);
+      if (it != by_hash_.end() && it->second.feasible() && it->second.seconds >= options_.schedule_min_seconds) tune.push_back(h);
+    }
+    if (!tune.empty()) {
+      tune_schedules(tune);
+      if (stats_.schedules_timed > 0)
+        say(fmt::format("schedules: {} timed for kernels of {:.0f} us or more, {} kernels faster than with their "
+                        "default, {} schedules failed the gate",
+                        stats_.schedules_timed, options_.schedule_min_seconds * 1e6, stats_.schedules_improved,
+                        stats_.schedules_failed));
+    }
   }
-  if (!rest.empty()) run_batch(rest, "profiling fused kernels");
-  say(fmt::format("profiled: {} measured, {} failed the gate, {} unemittable, {} pruned; signatures {:.1f} s, "
-                  "generate {:.1f} s, reference {:.1f} s, compile {:.1f} s ({} units, {} cached), measure {:.1f} s",
-                  stats_.measured, stats_.failed, stats_.unemittable, stats_.pruned, stats_.seconds_signatures,
-                  stats_.seconds_emit, stats_.seconds_reference, stats_.seconds_compile, stats_.units_compiled,
-                  stats_.units_cached, stats_.seconds_measure));
 }
 
 KernelCost MeasuredCost::cost(const Graph& g, const KernelCandidate& c) {

@@ -15,7 +15,10 @@
 //   6. each kernel runs on the values of one reference-interpreter run of the whole graph on seeded
 //      random inputs (kernel_check.h); outputs outside 1e-4 relative L2 of the reference mark it
 //      failed (infinite cost, with its source path); the rest is timed (measure.h, with the
-//      device's synchronising clock) and stored.
+//      device's synchronising clock) and stored;
+//   7. on a backend with schedule variants, kernels of at least schedule_min_seconds have every
+//      schedule checked and timed (the default again beside them); the fastest is kept, with its
+//      name, which the plan's emit then asks for (KernelCost::variant).
 // Every record is committed as soon as it exists, so a killed compile loses at most the kernel in
 // flight. A kernel that was in flight when a previous process died is retried once; if it is
 // found in flight again (it crashes the process), it is recorded as failed.
@@ -43,6 +46,11 @@ struct MeasuredCostOptions {
   MeasureOptions measure = quick_measure_options();
   uint64_t seed = 1;            // random graph inputs for the reference run
   double tolerance = 1e-4;      // correctness gate, relative L2
+  // Step 7: a backend with a schedule space (Backend::schedule_variants: the CUDA backend's loop
+  // kernels) has every schedule of a kernel timed once the default's time is at least this, and
+  // the fastest kept; shorter kernels are bound by their launch, where schedules hardly differ.
+  bool tune_schedules = true;
+  double schedule_min_seconds = 10e-6;
   bool progress = true;         // progress bars on stderr (KORCH_PROGRESS=0 also turns them off)
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
   static MeasureOptions quick_measure_options();
@@ -51,7 +59,10 @@ struct MeasuredCostOptions {
 struct MeasuredCostStats {
   int64_t candidates = 0, signatures = 0, db_hits = 0, unemittable = 0, pruned = 0, noisy = 0,
           failed = 0, measured = 0, units_compiled = 0, units_cached = 0,
-          unchecked_reference = 0;  // timed without the gate: they are the reference interpreter
+          unchecked_reference = 0,  // timed without the gate: they are the reference interpreter
+          schedules_timed = 0, schedules_improved = 0,  // step 7: schedules timed; kernels a non-default won
+          schedules_failed = 0,   // schedules that failed the gate or did not compile (never chosen)
+          schedule_crashes = 0;   // records a process left while timing schedules (default kept)
   double seconds_signatures = 0, seconds_emit = 0, seconds_reference = 0, seconds_compile = 0,
          seconds_measure = 0;
   std::vector<std::string> failures;         // "source path: what differs", first few

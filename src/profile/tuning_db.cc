@@ -35,12 +35,12 @@ std::string column_text(sqlite3_stmt* st, int i) {
 
 // Column order of kSelect and kInsert.
 constexpr const char* kSelect =
-    "SELECT key, signature, device, generator, status, seconds, spread, reps, note, created "
+    "SELECT key, signature, device, generator, status, seconds, spread, reps, note, created, variant "
     "FROM records WHERE key = ?1";
 constexpr const char* kInsert =
     "INSERT OR REPLACE INTO records "
-    "(key, signature, device, generator, status, seconds, spread, reps, note, created) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+    "(key, signature, device, generator, status, seconds, spread, reps, note, created, variant) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 TuningRecord read_row(sqlite3_stmt* st, const std::string& path) {
   TuningRecord r;
@@ -54,6 +54,7 @@ TuningRecord read_row(sqlite3_stmt* st, const std::string& path) {
   r.reps = sqlite3_column_int64(st, 7);
   r.note = column_text(st, 8);
   r.created = sqlite3_column_int64(st, 9);
+  r.variant = column_text(st, 10);
   return r;
 }
 
@@ -151,7 +152,8 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path) {
         "CREATE TABLE IF NOT EXISTS records ("
         " key TEXT PRIMARY KEY NOT NULL, signature TEXT NOT NULL, device TEXT NOT NULL,"
         " generator INTEGER NOT NULL, status TEXT NOT NULL, seconds REAL NOT NULL,"
-        " spread REAL NOT NULL, reps INTEGER NOT NULL, note TEXT NOT NULL, created INTEGER NOT NULL)");
+        " spread REAL NOT NULL, reps INTEGER NOT NULL, note TEXT NOT NULL, created INTEGER NOT NULL,"
+        " variant TEXT NOT NULL DEFAULT '')");
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(raw, "SELECT MAX(version) FROM schema_version", -1, &st, nullptr) != SQLITE_OK)
       db->fail_sqlite("reading the schema version");
@@ -163,7 +165,12 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path) {
     if (version > kSchemaVersion)
       fail_io("tuning database {} has schema version {}, newer than this Korch understands ({}); "
               "use the newer Korch or point KORCH_CACHE_DIR elsewhere", path, version, kSchemaVersion);
-    if (version == 0) db->exec("INSERT INTO schema_version (version) VALUES (1)");
+    // Version 1 had no schedule variant: its records keep measuring the default schedule ('').
+    if (version == 1) db->exec("ALTER TABLE records ADD COLUMN variant TEXT NOT NULL DEFAULT ''");
+    if (version < kSchemaVersion) {
+      db->exec("DELETE FROM schema_version");
+      db->exec(("INSERT INTO schema_version (version) VALUES (" + std::to_string(kSchemaVersion) + ")").c_str());
+    }
     db->exec("COMMIT");
   } catch (...) {
     sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -201,6 +208,7 @@ void TuningDb::put(const TuningRecord& r) {
   sqlite3_bind_int64(st, 8, r.reps);
   sqlite3_bind_text(st, 9, r.note.data(), static_cast<int>(r.note.size()), SQLITE_STATIC);
   sqlite3_bind_int64(st, 10, r.created != 0 ? r.created : static_cast<int64_t>(std::time(nullptr)));
+  sqlite3_bind_text(st, 11, r.variant.data(), static_cast<int>(r.variant.size()), SQLITE_STATIC);
   // Autocommit: the row is durable against a process kill once step returns DONE.
   if (sqlite3_step(st) != SQLITE_DONE) fail_sqlite("writing a record");
 }

@@ -41,6 +41,10 @@ struct TuningRecord {
   int64_t reps = 0;       // timed samples behind `seconds`
   std::string note;       // failure reason / kernel source path / what bounded the measurement
   int64_t created = 0;    // unix time; put() fills in now when 0
+  // The schedule variant `seconds` belongs to (Backend::schedule_variants): "" = the default
+  // schedule, not (yet) compared with others; kVariantInFlight while they are being timed.
+  std::string variant;
+  static constexpr const char* kVariantInFlight = "*";
 };
 
 // "<signature>|<device>|g<generator>": the key the CostProvider uses.
@@ -48,7 +52,7 @@ std::string make_tuning_key(const std::string& signature, const std::string& dev
 
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;  // 2: records name their schedule variant
 
   // Creates missing parent folders, the file and the schema. Throws korch::Error (kIo) naming
   // `path` when it cannot be created, is not a SQLite database (suggesting deleting it) or was

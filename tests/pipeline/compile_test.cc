@@ -233,8 +233,8 @@ TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {
 // would: verification must find them, and the plan solved again must not use them.
 class BrokenFusionBackend : public cpu::CpuBackend {
  public:
-  EmittedKernel emit(const Graph& g, const KernelCandidate& c) const override {
-    EmittedKernel k = cpu::CpuBackend::emit(g, c);
+  EmittedKernel emit(const Graph& g, const KernelCandidate& c, const std::string& variant = "") const override {
+    EmittedKernel k = cpu::CpuBackend::emit(g, c, variant);
     if (c.nodes.size() < 2) return k;
     for (size_t p; (p = k.source.find("expf(")) != std::string::npos;) k.source.replace(p, 5, "(");
     return k;

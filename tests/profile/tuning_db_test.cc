@@ -235,6 +235,37 @@ TEST_F(TuningDbTest, NewerSchemaIsRejected) {
   }
 }
 
+// A database written before records named their schedule variant (schema 1) opens, keeps its
+// records (as measured on the default schedule) and takes variants from then on.
+TEST_F(TuningDbTest, SchemaOneGainsTheVariantColumn) {
+  fs::create_directories(fs::path(db_path()).parent_path());
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+  const char* v1 =
+      "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+      "INSERT INTO schema_version (version) VALUES (1);"
+      "CREATE TABLE records (key TEXT PRIMARY KEY NOT NULL, signature TEXT NOT NULL, device TEXT NOT NULL,"
+      " generator INTEGER NOT NULL, status TEXT NOT NULL, seconds REAL NOT NULL, spread REAL NOT NULL,"
+      " reps INTEGER NOT NULL, note TEXT NOT NULL, created INTEGER NOT NULL);"
+      "INSERT INTO records VALUES ('old|dev|g1', 'old', 'dev', 1, 'ok', 0.5, 0.1, 7, 'from v1', 42);";
+  ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+  sqlite3_close(raw);
+  {
+    auto db = TuningDb::open(db_path());
+    std::optional<TuningRecord> old = db->get("old|dev|g1");
+    ASSERT_TRUE(old.has_value());
+    EXPECT_DOUBLE_EQ(old->seconds, 0.5);
+    EXPECT_EQ(old->note, "from v1");
+    EXPECT_EQ(old->variant, "");
+    TuningRecord r = make_record("new", 0.25);
+    r.variant = "block128 vec4 rows1 auto";
+    db->put(r);
+  }
+  auto db = TuningDb::open(db_path());  // opened again: already the current schema
+  EXPECT_EQ(db->get(make_record("new", 0.25).key)->variant, "block128 vec4 rows1 auto");
+  EXPECT_EQ(db->size(), 2);
+}
+
 TEST_F(TuningDbTest, UncreatableFolderIsAnIoError) {
   const std::string file = (dir_ / "plain-file").string();
   std::ofstream(file) << "x";

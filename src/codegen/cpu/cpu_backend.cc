@@ -37,8 +37,12 @@ DeviceSpec CpuBackend::analytic_spec() const { return cpu_spec(); }
 
 bool CpuBackend::prefers_channels_last() const { return dnnl_runs_channels_last(); }
 
-EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c) const {
+EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c, const std::string& variant) const {
   EmittedKernel k;
+  if (!variant.empty()) {
+    k.reason = "the CPU backend has one schedule per kernel, not '" + variant + "'";
+    return k;
+  }
   CpuKernelRecipe recipe;
   KernelParts parts = start_emit(g, c, rules_, k, recipe);
   if (!k.reason.empty()) return k;

@@ -31,7 +31,7 @@ class CpuBackend : public Backend {
   int generator_version() const override { return kCpuGeneratorVersion; }
   const FusionRules& fusion_rules() const override { return rules_; }
   DeviceSpec analytic_spec() const override;
-  EmittedKernel emit(const Graph& g, const KernelCandidate& c) const override;
+  EmittedKernel emit(const Graph& g, const KernelCandidate& c, const std::string& variant = "") const override;
   std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const override;
   std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
                                     const std::function<void(bool cached)>& on_unit = {}) override;

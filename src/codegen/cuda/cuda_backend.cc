@@ -1,5 +1,6 @@
 #include "codegen/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -17,6 +18,7 @@
 #include "support/code_writer.h"
 #include "support/error.h"
 #include "support/file_io.h"
+#include "support/hash.h"
 
 namespace korch::cuda {
 
@@ -60,11 +62,15 @@ std::string CudaBackend::ptx_arch() const {
   return gpu.available ? fmt::format("compute_{}{}", gpu.major, gpu.minor) : "compute_90";
 }
 
-EmittedKernel CudaBackend::emit(const Graph& g, const KernelCandidate& c) const {
+EmittedKernel CudaBackend::emit(const Graph& g, const KernelCandidate& c, const std::string& variant) const {
   EmittedKernel k;
   CudaKernelRecipe recipe;
   KernelParts parts = start_emit(g, c, rules_, k, recipe);
   if (!k.reason.empty()) return k;
+  if (!variant.empty() && !parts.loop) {
+    k.reason = "schedule '" + variant + "' asked for a kernel with no generated code";
+    return k;
+  }
   if (recipe.linear) {  // what the GPU's libraries cannot run is not offered on the emulator either
     LibraryPlan plan = plan_library_call(*recipe.linear);
     if (!plan.ok()) {
@@ -73,11 +79,26 @@ EmittedKernel CudaBackend::emit(const Graph& g, const KernelCandidate& c) const 
     }
   }
   if (parts.loop) {
-    const std::string symbol = "korch_k_" + k.hash;
+    CudaSchedule schedule = default_cuda_schedule(*parts.loop);
+    std::string symbol = "korch_k_" + k.hash;
+    if (!variant.empty()) {
+      const std::vector<CudaSchedule> space = cuda_schedule_space(*parts.loop);
+      auto it = std::find_if(space.begin(), space.end(), [&](const CudaSchedule& s) { return s.describe() == variant; });
+      if (it == space.end()) {
+        std::vector<std::string> names;
+        for (const CudaSchedule& s : space) names.push_back(s.describe());
+        k.reason = fmt::format("schedule '{}' does not apply to this kernel (its schedules: {})", variant, fmt::join(names, "; "));
+        return k;
+      }
+      // Variants of one signature share a translation unit while they are timed: distinct names.
+      if (!(*it == schedule)) symbol += "_" + content_hash(variant).substr(0, 8);
+      schedule = *it;
+      k.variant = variant;
+    }
     CodeWriter w;
-    w.line("// " + std::to_string(c.nodes.size()) + " primitives; signature " + k.hash);
+    w.line("// " + std::to_string(c.nodes.size()) + " primitives; signature " + k.hash + "; schedule " + schedule.describe());
     CudaLoopEmit e = emit_cuda_loop_kernel(*parts.loop, symbol, parts.loop_input_slots, parts.loop_output_slots,
-                                           parts.loop_first_scratch, default_cuda_schedule(*parts.loop), w);
+                                           parts.loop_first_scratch, schedule, w);
     if (!e.ok) {
       k.reason = e.reason;
       return k;
@@ -96,6 +117,17 @@ EmittedKernel CudaBackend::emit(const Graph& g, const KernelCandidate& c) const 
   k.ok = true;
   k.recipe = recipe.to_json();
   return k;
+}
+
+std::vector<std::string> CudaBackend::schedule_variants(const Graph& g, const KernelCandidate& c) const {
+  EmittedKernel k;
+  CudaKernelRecipe recipe;
+  KernelParts parts = start_emit(g, c, rules_, k, recipe);
+  std::vector<std::string> out;
+  if (!k.reason.empty() || !parts.loop) return out;
+  const std::vector<CudaSchedule> space = cuda_schedule_space(*parts.loop);
+  for (const CudaSchedule& s : space) out.push_back(s.describe());
+  return out;
 }
 
 std::string CudaBackend::translation_unit(const std::vector<const EmittedKernel*>& kernels) const {

@@ -3,7 +3,8 @@
 //
 // A kernel is, as on every backend (codegen/kernel_parts.h), a reference op alone, a library
 // call, or a loop kernel printed by cuda_loop_emitter.h (one or more launches; its default
-// schedule, cuda_schedule_space() lists the variants). Argument slots follow runtime/device.h;
+// schedule unless emit() is asked for a variant: schedule_variants() names the others of
+// cuda_schedule_space(), and measured costs time them on the GPU and keep the fastest). Argument slots follow runtime/device.h;
 // a launch takes at most kMaxKernelArgs of them.
 // Fusion rules: linear primitives run alone as one cuBLASLt/cuDNN call (runtime/cuda/
 // cuda_library.h; a linear op no call serves is refused at emit, on the emulator too); everything
@@ -32,7 +33,9 @@ class CudaBackend : public Backend {
   int generator_version() const override;
   const FusionRules& fusion_rules() const override { return rules_; }
   DeviceSpec analytic_spec() const override { return h200_spec(); }
-  EmittedKernel emit(const Graph& g, const KernelCandidate& c) const override;
+  EmittedKernel emit(const Graph& g, const KernelCandidate& c, const std::string& variant = "") const override;
+  // cuda_schedule_space() of its loop kernel (the default first), as CudaSchedule::describe() names.
+  std::vector<std::string> schedule_variants(const Graph& g, const KernelCandidate& c) const override;
   std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const override;
   std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
                                     const std::function<void(bool cached)>& on_unit = {}) override;
