@@ -3,6 +3,7 @@
 
     gpu_peers.py MODEL [MODEL ...] [--batch 1 16] [--rounds 3] [--runs 20] [--device cuda]
                  [--no-compile] [--json OUT.json] [--export-dir DIR]
+    gpu_peers.py --serve MODEL [--batch 1] [--device cuda] [--no-compile] [--threads N]  # korch bench
 
     gpu_peers.py candy yolox_nano --json peers.json          # time both peers at batch 1 and 16
     gpu_peers.py paper heldback --json peers.json            # group names expand (see --help)
@@ -47,6 +48,24 @@ batch, DIR)`` and print the paths. On torch versions whose ``torch.onnx.export``
 ``dynamo=False`` is passed (the TorchScript exporter export_models.py was written for). A file that
 already exists in DIR is kept (export()'s rule): use a fresh DIR so the files come from this torch.
 A model that fails to build or export is reported on stderr; exit 1 only if every model failed.
+
+--serve MODEL (``korch bench --torch-model MODEL``, which starts this once and keeps it for all its
+rounds): builds the model and its inputs at the one ``--batch`` exactly as the timing mode does
+(same weights, same inputs, fp32, TF32 off, ``torch.inference_mode()``, torch.compile in the
+default mode with ``dynamic=False``, its first call timed as ``compile_s``), prints one JSON line
+``{"ready": true, "torch", "device", "tf32", "precision_flags", "compile_mode", "compile_s",
+"compiled_matches_eager", "compile_rel_l2", "output_ok", "inputs": [{"shape", "dtype"}],
+"errors"}`` (or ``{"ready": false, "error"}`` and exits), then answers each stdin line with one
+JSON line on stdout:
+    time eager|compile WARMUP RUNS   ->  {"samples_ms": [RUNS values]}  or  {"error": "..."}
+    quit (or end of stdin)           ->  exits 0
+Without torch.compile (torch < 2.0) or with --no-compile, ``time compile`` answers an error that
+says why; eager is unaffected. Everything else printed (by Python or by C code) goes to stderr.
+What serve times differs from the timing mode on purpose: it matches what korch bench times for
+its artifact (``Executable::run`` on host tensors). Each call is host to host: the input tensors,
+kept in host memory, are copied to the device, the model runs, every output tensor is copied back
+to host memory, and the device is synchronised; wall clock (``time.perf_counter``) per call. The
+timing mode instead starts from inputs already on the device and uses CUDA events.
 """
 from __future__ import annotations
 
@@ -57,6 +76,7 @@ import importlib.util
 import inspect
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -284,46 +304,63 @@ def sync(torch: Any, cuda: bool) -> None:
         torch.cuda.synchronize()
 
 
+def prepare_peers(torch: Any, em: ModuleType, name: str, model: Any, rng_state: Any, batch: int,
+                  device: Any, no_compile: bool) -> tuple[tuple[Any, ...], Any, dict[str, Any], list[str]]:
+    """The inputs at ``batch`` (on the host, as ``example_inputs`` draws them), the compiled model
+    (None when off, unavailable or failing), the checks and compile_s, and the errors met.
+    Call under ``torch.inference_mode()``: the compiled graph is traced there."""
+    cuda = device.type == "cuda"
+    spec = em.MODELS[name]
+    info: dict[str, Any] = {"compile_s": None, "compiled_matches_eager": None, "compile_rel_l2": None,
+                            "output_ok": None}
+    errors: list[str] = []
+    torch.set_rng_state(rng_state)  # the RNG state export() draws its traced inputs from
+    host_inputs = em.example_inputs(spec, batch)
+    inputs = tuple(t.to(device) for t in host_inputs)
+    ref = tensors_of(model(*inputs))
+    sync(torch, cuda)
+    info["output_ok"] = output_ok(ref)
+    compiled = None
+    if no_compile:
+        pass
+    elif not hasattr(torch, "compile"):
+        errors.append(f"compile: torch.compile unavailable in torch {torch.__version__}")
+    else:
+        try:
+            torch._dynamo.reset()
+            candidate = torch.compile(model, dynamic=False)
+            sync(torch, cuda)
+            t0 = time.perf_counter()
+            got = tensors_of(candidate(*inputs))
+            sync(torch, cuda)
+            info["compile_s"] = round(time.perf_counter() - t0, 3)
+            err = max_rel_l2(ref, got)
+            info["compile_rel_l2"] = err if math.isfinite(err) else None
+            info["compiled_matches_eager"] = bool(err <= MATCH_REL_L2)
+            compiled = candidate
+        except Exception as e:
+            errors.append(f"compile: {type(e).__name__}: {str(e).strip()[:2000]}")
+    return host_inputs, compiled, info, errors
+
+
 def bench_one(torch: Any, em: ModuleType, name: str, model: Any, rng_state: Any, batch: int,
               device: Any, args: argparse.Namespace) -> dict[str, Any]:
     """One model at one batch: eager and (unless off/unavailable) compiled."""
     cuda = device.type == "cuda"
-    spec = em.MODELS[name]
     row: dict[str, Any] = {"model": name, "batch": batch, "eager_ms": None, "eager_spread": None,
                            "compile_ms": None, "compile_spread": None, "compile_s": None,
                            "compiled_matches_eager": None, "compile_rel_l2": None,
                            "output_ok": None, "timed_calls": args.rounds * args.runs}
-    errors: list[str] = []
-    torch.set_rng_state(rng_state)  # the RNG state export() draws its traced inputs from
-    inputs = tuple(t.to(device) for t in em.example_inputs(spec, batch))
-
-    peers: dict[str, Callable[[], Any]] = {"eager": lambda: model(*inputs)}
-    samples: dict[str, list[float]] = {"eager": []}
     with torch.inference_mode():
-        ref = tensors_of(model(*inputs))
-        sync(torch, cuda)
-        row["output_ok"] = output_ok(ref)
-
-        if args.no_compile:
-            pass
-        elif not hasattr(torch, "compile"):
-            errors.append(f"compile: torch.compile unavailable in torch {torch.__version__}")
-        else:
-            try:
-                torch._dynamo.reset()
-                compiled = torch.compile(model, dynamic=False)
-                sync(torch, cuda)
-                t0 = time.perf_counter()
-                got = tensors_of(compiled(*inputs))
-                sync(torch, cuda)
-                row["compile_s"] = round(time.perf_counter() - t0, 3)
-                err = max_rel_l2(ref, got)
-                row["compile_rel_l2"] = err if math.isfinite(err) else None
-                row["compiled_matches_eager"] = bool(err <= MATCH_REL_L2)
-                peers["compiled"] = lambda: compiled(*inputs)
-                samples["compiled"] = []
-            except Exception as e:
-                errors.append(f"compile: {type(e).__name__}: {str(e).strip()[:2000]}")
+        host_inputs, compiled, info, errors = prepare_peers(torch, em, name, model, rng_state, batch,
+                                                            device, args.no_compile)
+        row.update(info)
+        inputs = tuple(t.to(device) for t in host_inputs)
+        peers: dict[str, Callable[[], Any]] = {"eager": lambda: model(*inputs)}
+        samples: dict[str, list[float]] = {"eager": []}
+        if compiled is not None:
+            peers["compiled"] = lambda: compiled(*inputs)
+            samples["compiled"] = []
 
         for _ in range(args.rounds):
             for peer, fn in list(peers.items()):
@@ -454,13 +491,113 @@ def bench_all(em: ModuleType, names: list[str], args: argparse.Namespace) -> int
     return 0 if any(r["eager_ms"] is not None for r in rows) else 1
 
 
+# --------------------------------------------------------------------------- #
+# Serve mode (korch bench's PyTorch peers)
+# --------------------------------------------------------------------------- #
+def host_to_host(torch: Any, fn: Callable[..., Any], host_inputs: tuple[Any, ...], device: Any,
+                 cuda: bool) -> Callable[[], Any]:
+    """One call as korch bench times its artifact: inputs copied from the host to the device, the
+    model, every output tensor copied back to the host, the device synchronised."""
+    def call() -> Any:
+        outs = [t.to("cpu") for t in tensors_of(fn(*(t.to(device) for t in host_inputs)))]
+        sync(torch, cuda)
+        return outs
+    return call
+
+
+class CommandError(Exception):
+    """A --serve command that cannot be answered; its message is the answer."""
+
+
+def serve(em: ModuleType, name: str, batch: int, device_arg: str, no_compile: bool,
+          threads: int) -> int:
+    """The --serve loop: one JSON line per answer on the original stdout; everything else anyone
+    prints (Python or C code: Inductor, Triton, warnings) goes to stderr."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    def answer(obj: dict[str, Any]) -> None:
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+
+    try:
+        import torch
+    except Exception as e:
+        answer({"ready": False, "error": f"torch is not importable: {type(e).__name__}: {e}"})
+        return 3
+    device = torch.device(device_arg)
+    cuda = device.type == "cuda"
+    if cuda and not torch.cuda.is_available():
+        answer({"ready": False, "error": f"--device {device_arg} but CUDA is unavailable to torch "
+                f"{torch.__version__} (built for CUDA {torch.version.cuda})"})
+        return 2
+    if cuda and device.index is not None:
+        torch.cuda.set_device(device.index)
+    if threads > 0:
+        torch.set_num_threads(threads)
+    flags = disable_tf32()
+    with torch.inference_mode():
+        try:
+            model, rng_state = build_model(torch, em, name)
+            model = model.to(device)
+            host_inputs, compiled, info, errors = prepare_peers(torch, em, name, model, rng_state,
+                                                                batch, device, no_compile)
+        except Exception as e:
+            traceback.print_exc(limit=3)
+            answer({"ready": False, "error": f"{name} batch {batch}: {type(e).__name__}: "
+                    f"{str(e).strip()[:2000]}"})
+            return 1
+        peers: dict[str, Callable[[], Any]] = {"eager": host_to_host(torch, model, host_inputs, device, cuda)}
+        if compiled is not None:
+            peers["compile"] = host_to_host(torch, compiled, host_inputs, device, cuda)
+        elif no_compile:
+            errors.append("compile: off (--no-compile)")
+        answer({"ready": True, "model": name, "batch": batch, "torch": torch.__version__,
+                "device": device_name(torch, device), "tf32": tf32_enabled(flags),
+                "precision_flags": flags, "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+                "compile_mode": None if compiled is None else "default (dynamic=False)",
+                "timer": "perf_counter, host to host", "warmup_default": WARMUP,
+                "inputs": [{"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+                           for t in host_inputs],
+                "errors": errors, **info})
+        for line in sys.stdin:
+            words = line.split()
+            if not words:
+                continue
+            if words[0] == "quit":
+                break
+            try:
+                if words[0] != "time" or len(words) != 4:
+                    raise CommandError(f"unknown command {line.strip()!r} (time eager|compile WARMUP RUNS, quit)")
+                fn = peers.get(words[1])
+                if fn is None:
+                    why = [e for e in errors if e.startswith(words[1] + ":")]
+                    raise CommandError(why[0] if why else f"no peer {words[1]!r} (eager, compile)")
+                warmup, runs = int(words[2]), int(words[3])
+                for _ in range(warmup):
+                    fn()
+                samples = []
+                for _ in range(runs):
+                    t0 = time.perf_counter()
+                    fn()
+                    samples.append((time.perf_counter() - t0) * 1e3)
+                answer({"samples_ms": samples})
+            except CommandError as e:
+                answer({"error": str(e)})
+            except Exception as e:  # e.g. out of memory: said, and the loop goes on
+                answer({"error": f"{type(e).__name__}: {str(e).strip()[:2000]}"})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("models", nargs="+", metavar="MODEL",
+    ap.add_argument("models", nargs="*", metavar="MODEL",
                     help="model names from scripts/export_models.py, or a group: "
                     "paper, heldback, extra, default")
-    ap.add_argument("--batch", type=int, nargs="+", default=[1, 16])
+    ap.add_argument("--batch", type=int, nargs="+", default=None,
+                    help="batch sizes (default 1 16; --serve: one, default 1)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating eager/compiled rounds")
     ap.add_argument("--runs", type=int, default=20, help="timed calls per peer per round")
     ap.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
@@ -468,10 +605,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the JSON here (else stdout)")
     ap.add_argument("--export-dir", type=Path, default=None,
                     help="export the models as ONNX to this folder instead of timing")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="--serve: torch.set_num_threads (0: torch's default)")
+    ap.add_argument("--serve", metavar="MODEL", default=None,
+                    help="korch bench's peers: build MODEL at the one --batch, then answer "
+                    "commands on stdin (see the module docstring)")
     args = ap.parse_args(argv)
+    if args.batch is None:
+        args.batch = [1] if args.serve is not None else [1, 16]
     if args.rounds < 1 or args.runs < 1 or any(b < 1 for b in args.batch):
         ap.error("--rounds, --runs and --batch must be >= 1")
     args.batch = list(dict.fromkeys(args.batch))
+    if args.serve is not None:
+        if args.models or len(args.batch) != 1 or args.export_dir is not None:
+            ap.error("--serve MODEL takes one --batch and no other MODEL or --export-dir")
+        em = load_export_models()
+        if args.serve not in em.MODELS:
+            ap.error(f"--serve: {args.serve!r} is not a model of scripts/export_models.py "
+                     "(export_models.py --list names them)")
+        return serve(em, args.serve, args.batch[0], args.device, args.no_compile, args.threads)
+    if not args.models:
+        ap.error("name at least one MODEL (or --serve MODEL)")
 
     em = load_export_models()
     names = resolve_names(em, args.models, ap)

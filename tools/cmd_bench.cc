@@ -1,13 +1,17 @@
-// korch bench MODEL | --artifact DIR [--device cpu] [--threads 2] [--runs 30] [--rounds 2]
-//                   [--peers onnxruntime,openvino]
+// korch bench MODEL | --artifact DIR [--emulate] [--device cpu] [--threads 2] [--runs 30] [--rounds 2]
+//                   [--peers onnxruntime,openvino,torch-eager,torch-compile] [--torch-model NAME]
 //
 // Median latency and spread of the Korch artifact, side by side in the same run with the CPU peers
 // (onnxruntime with all graph optimisations, OpenVINO with the latency hint and f32 precision;
-// same thread count; bench/peer_latency.py in a child process per round) and with Korch's own
-// unfused plan (one kernel per primitive), so the gain over the faster peer and the orchestration's
-// own gain are both visible. Systems are timed in alternating rounds (these machines are noisy);
-// each round warms up first. Before timing, the artifact's outputs are compared with the unfused
-// plan's.
+// same thread count; bench/peer_latency.py in a child process per round), with PyTorch eager and
+// torch.compile running the same model (--torch-model: a model of scripts/export_models.py, built
+// with the weights it exports; bench/gpu_peers.py --serve in one child process for all rounds, so
+// torch.compile compiles once; fp32, TF32 off; on the GPU for a GPU artifact, else on the CPU) and
+// with Korch's own unfused plan (one kernel per primitive), so the gain over the faster peer and
+// the orchestration's own gain are both visible. Every system is timed host to host (inputs in
+// host memory, outputs back in host memory). Systems are timed in alternating rounds (these
+// machines are noisy); each round warms up first. Before timing, the artifact's outputs are
+// compared with the unfused plan's.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -88,11 +92,19 @@ std::string python_for_peer() {
 }
 
 struct Peer {
-  std::string name;  // onnxruntime | openvino
+  std::string name;  // onnxruntime | openvino | torch-eager | torch-compile
   Timing t;
   bool ok = true;
   std::string note;  // its version, or why it did not run
+  bool torch() const { return name.rfind("torch-", 0) == 0; }
 };
+
+// The last non-empty line of `text` (a traceback ends with the exception), at most 300 characters.
+std::string last_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  if (size_t nl = text.rfind('\n'); nl != std::string::npos) text = text.substr(nl + 1);
+  return text.substr(0, 300);
+}
 
 // Runs a peer (bench/peer_latency.py) in a child process; adds its per-run samples, or says why not.
 // `feeds`: a JSON file naming the .npy each model input takes (the inputs Korch runs).
@@ -104,11 +116,7 @@ bool time_peer(Peer& peer, const std::string& model_file, const std::string& fee
   int rc = run_shell(cmd, &out);
   size_t brace = out.rfind('{');
   if (rc != 0 || brace == std::string::npos) {
-    // The last line says why (a traceback ends with the exception).
-    std::string tail = out;
-    while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-    if (size_t nl = tail.rfind('\n'); nl != std::string::npos) tail = tail.substr(nl + 1);
-    peer.note = fmt::format("{} did not run: {}", peer.name, tail.substr(0, 300));
+    peer.note = fmt::format("{} did not run: {}", peer.name, last_line(out));
     return peer.ok = false;
   }
   try {
@@ -123,20 +131,158 @@ bool time_peer(Peer& peer, const std::string& model_file, const std::string& fee
   }
 }
 
+// PyTorch eager and torch.compile on one model of scripts/export_models.py (`--torch-model`):
+// bench/gpu_peers.py --serve in one child process for the whole bench (the model is built, and
+// torch.compile compiles, once), asked for each round's samples with one line per peer.
+class TorchPeers {
+ public:
+  // Time for building the model and compiling it (torch.compile on a big model: minutes), and for
+  // the answer to one round's runs.
+  static constexpr double kReadySeconds = 1800, kAnswerSeconds = 600;
+
+  // Starts the child and waits for it to be ready; false (and error()) when it cannot serve.
+  bool start(const std::vector<std::string>& argv, const std::string& log_file) {
+    log_file_ = log_file;
+    try {
+      child_ = std::make_unique<ChildProcess>(argv, log_file);
+    } catch (const Error& e) {
+      error_ = e.what();
+      return false;
+    }
+    auto line = answer(kReadySeconds, "after its start");
+    if (!line) return false;
+    if (!line->value("ready", false)) return fail(line->value("error", std::string("not ready: ") + line->dump()));
+    ready_ = *line;
+    return true;
+  }
+  // One peer's samples for this round ("eager" or "compile"); false (and peer.note) when none.
+  bool time(Peer& peer, int warmup, int runs) {
+    const std::string which = peer.name == "torch-eager" ? "eager" : "compile";
+    std::optional<nlohmann::json> a;
+    std::string why;
+    if (error_.empty() && !child_->write_line(fmt::format("time {} {} {}", which, warmup, runs), &why))
+      fail(fmt::format("the PyTorch peer process took no command: {}{}", why, stderr_tail()));
+    if (error_.empty()) a = answer(kAnswerSeconds, "to 'time " + which + "'");
+    if (!a) {
+      peer.note = peer.name + " did not run: " + error_;
+      return peer.ok = false;
+    }
+    if (a->contains("error")) {
+      peer.note = peer.name + " did not run: " + a->at("error").get<std::string>();
+      return peer.ok = false;
+    }
+    for (const auto& x : a->at("samples_ms")) peer.t.ms.push_back(x.get<double>());
+    return true;
+  }
+  // False (and error()) when the model the child built takes other inputs than `types`: a
+  // --torch-model or --torch-batch that does not match the artifact.
+  bool check_inputs(const std::vector<TensorType>& types) {
+    static const std::map<std::string, std::string> korch_names = {
+        {"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"}, {"bfloat16", "bf16"}, {"int64", "i64"},
+        {"int32", "i32"},   {"int16", "i16"},   {"int8", "i8"},     {"uint8", "u8"},      {"bool", "bool"}};
+    std::vector<std::string> theirs, ours;
+    for (const auto& in : ready_.value("inputs", nlohmann::json::array())) {
+      const std::string dt = in.value("dtype", std::string("?"));
+      auto it = korch_names.find(dt);
+      theirs.push_back(fmt::format("{}[{}]", it == korch_names.end() ? dt : it->second,
+                                   fmt::join(in.value("shape", std::vector<int64_t>{}), ",")));
+    }
+    for (const TensorType& t : types) ours.push_back(type_str(t));
+    if (theirs == ours) return true;
+    return fail(fmt::format("the PyTorch model {} at batch {} takes {} but the artifact takes {}: --torch-model "
+                            "names the model the artifact was compiled from, --torch-batch its batch",
+                            ready_.value("model", std::string("?")), ready_.value("batch", 0), fmt::join(theirs, ", "),
+                            fmt::join(ours, ", ")));
+  }
+  // What the ready line said (torch version, device, precision flags, compile_s, checks).
+  const nlohmann::json& ready() const { return ready_; }
+  const std::string& error() const { return error_; }
+  // The peer's version note, for its row.
+  std::string note(const std::string& peer) const {
+    std::string n = fmt::format("torch {} on {}, tf32 {}", ready_.value("torch", std::string("?")),
+                                ready_.value("device", std::string("?")), ready_.value("tf32", true) ? "ON" : "off");
+    if (peer == "torch-compile" && ready_.contains("compile_s") && ready_["compile_s"].is_number()) {
+      n += fmt::format(", compiled in {:.1f} s", ready_["compile_s"].get<double>());
+      if (ready_.value("compiled_matches_eager", nlohmann::json()).is_boolean())
+        n += ready_["compiled_matches_eager"].get<bool>() ? ", matches eager" : ", DIFFERS from eager";
+    }
+    return n;
+  }
+  ~TorchPeers() {
+    if (!child_) return;
+    std::string why;
+    child_->write_line("quit", &why);
+    child_->end(5);
+  }
+
+ private:
+  bool fail(const std::string& why) {
+    error_ = why;
+    if (child_) child_->end(1);  // a child that timed out or misbehaved is not asked again
+    return false;
+  }
+  std::string stderr_tail() const {
+    std::string tail = last_line(read_file_bytes_or_empty(log_file_));
+    return tail.empty() ? "" : fmt::format(" (its stderr ends: {})", tail);
+  }
+  static std::string read_file_bytes_or_empty(const std::string& path) {
+    try {
+      return read_file_bytes(path);
+    } catch (const Error&) {
+      return "";
+    }
+  }
+  // The next JSON line (lines that are not JSON are skipped); nothing, and error_ set, when none.
+  std::optional<nlohmann::json> answer(double timeout_s, const std::string& what) {
+    std::string why;
+    while (auto line = child_->read_line(timeout_s, &why)) {
+      auto j = nlohmann::json::parse(*line, nullptr, false);
+      if (!j.is_discarded() && j.is_object()) return j;
+    }
+    fail(fmt::format("no answer from the PyTorch peer process (pid {}) {}: {}{}", child_->pid(), what, why, stderr_tail()));
+    return std::nullopt;
+  }
+
+  std::unique_ptr<ChildProcess> child_;
+  std::string log_file_, error_;
+  nlohmann::json ready_;
+};
+
+// bench/gpu_peers.py of the source tree this korch was built from.
+std::string torch_peer_script() { return (fs::path(KORCH_SOURCE_DIR) / "bench/gpu_peers.py").string(); }
+
+// Whether each step of the artifact in `dir` runs generated code ("generated"), a library call
+// ("library": cuBLASLt, cuDNN, oneDNN) or the reference interpreter ("reference"); program.json's
+// recipes say (runtime/kernel_recipe.h). Empty when program.json cannot be read.
+std::vector<std::string> step_kinds(const std::string& dir) {
+  std::vector<std::string> kinds;
+  auto program = nlohmann::json::parse(read_file_bytes((fs::path(dir) / "program.json").string()), nullptr, false);
+  if (program.is_discarded() || !program.contains("kernels")) return kinds;
+  for (const auto& k : program.at("kernels")) {
+    const nlohmann::json recipe = k.value("recipe", nlohmann::json::object());
+    kinds.push_back(recipe.contains("linear") ? "library" : recipe.contains("reference_graph") ? "reference" : "generated");
+  }
+  return kinds;
+}
+
 }  // namespace
 
 Command add_bench(CLI::App& app) {
   struct Opts {
-    std::string model, artifact, device = "cpu", work, json;
-    int warmup = 5, runs = 30, rounds = 2, per_kernel = 0;
+    std::string model, artifact, device = "cpu", work, json, torch_model, torch_script = torch_peer_script();
+    int warmup = 5, runs = 30, rounds = 2, per_kernel = 0, torch_batch = 0;
     std::vector<std::string> peers = {"onnxruntime", "openvino"};
-    bool no_unfused = false;
+    bool no_unfused = false, emulate = false;
     CompileFlags cpu;
     LoadFlags load;
   };
   auto o = std::make_shared<Opts>();
   app.add_option("model", o->model, "ONNX model file or builtin:NAME (compiled first)");
-  app.add_option("--artifact", o->artifact, "An artifact made by korch compile (instead of MODEL)");
+  CLI::Option* artifact_opt = app.add_option("--artifact", o->artifact, "An artifact made by korch compile (instead of MODEL)");
+  app.add_flag("--emulate", o->emulate,
+               "--artifact of a CUDA artifact: run it on the CPU's CUDA emulator (rehearsals only: its times say "
+               "nothing about a GPU; PyTorch peers then run on the CPU)")
+      ->needs(artifact_opt);
   app.add_option("--device", o->device, "Device")->check(CLI::IsMember({"cpu"}));
   app.add_option("--warmup", o->warmup, "Untimed runs per round")->check(CLI::Range(0, 1000));
   app.add_option("--runs", o->runs, "Timed runs per round")->check(CLI::Range(1, 100000));
@@ -145,9 +291,19 @@ Command add_bench(CLI::App& app) {
   app.add_option("--json", o->json, "Also write the results as JSON to this file");
   CLI::Option* peers_opt = app.add_option("--peers", o->peers,
                                           "Peers timed in the same rounds (none: only Korch); one named here that "
-                                          "cannot run fails the bench (by default it is only reported)")
+                                          "cannot run fails the bench (by default it is only reported). Default: "
+                                          "onnxruntime,openvino on a CPU artifact, with torch-eager,torch-compile "
+                                          "added when --torch-model is given; torch-eager,torch-compile on a GPU")
       ->delimiter(',')
-      ->check(CLI::IsMember({"onnxruntime", "openvino", "none"}))
+      ->check(CLI::IsMember({"onnxruntime", "openvino", "torch-eager", "torch-compile", "none"}))
+      ->capture_default_str();
+  app.add_option("--torch-model", o->torch_model,
+                 "The torch-eager/torch-compile peers run this model of scripts/export_models.py (the one the "
+                 "artifact was compiled from: same weights and inputs)");
+  app.add_option("--torch-batch", o->torch_batch, "Its batch size")
+      ->check(CLI::Range(1, 1 << 20))
+      ->default_str("the artifact's first input's first dimension");
+  app.add_option("--torch-script", o->torch_script, "bench/gpu_peers.py, which runs the PyTorch peers")
       ->capture_default_str();
   app.add_option("--per-kernel", o->per_kernel, "Also print the N kernels of the artifact that take the most time");
   app.add_flag("--no-unfused", o->no_unfused, "Skip Korch's unfused plan");
@@ -158,7 +314,10 @@ Command add_bench(CLI::App& app) {
       "  korch bench --artifact model.korch             the artifact, its unfused plan, onnxruntime and OpenVINO\n"
       "  korch bench model.onnx --rounds 3 --json r.json  compile first (into --work), then time\n"
       "  korch bench --artifact model.korch --peers none --per-kernel 10   Korch alone, its 10 dearest kernels\n"
-      "Rounds alternate over the systems; each prints the median and p10-p90 of --runs after --warmup.");
+      "  korch bench --artifact candy.korch --torch-model candy   PyTorch eager and torch.compile beside it\n"
+      "Rounds alternate over the systems; each prints the median and p10-p90 of --runs after --warmup.\n"
+      "Every system is timed host to host: inputs in host memory, outputs back in host memory.\n"
+      "The peers' Python: $KORCH_PYTHON, else the checkout's .venv, else python3.");
   return [o, peers_opt]() {
     if (o->model.empty() == o->artifact.empty()) fail("give either MODEL or --artifact DIR");
     warn_if_oversubscribed(o->cpu.threads);
@@ -185,7 +344,9 @@ Command add_bench(CLI::App& app) {
       if (manifest.is_discarded()) fail("{}/manifest.json is not JSON", fused_dir);
       model = manifest.value("model", std::string());
     }
-    auto exe = runtime::Executable::load(fused_dir);
+    runtime::LoadOptions lo;
+    lo.emulate = o->emulate;
+    auto exe = runtime::Executable::load(fused_dir, lo);
     const bool on_gpu = exe->device().name() != "cpu";
     std::unique_ptr<runtime::Executable> unfused;
     std::string unfused_note;
@@ -200,7 +361,7 @@ Command add_bench(CLI::App& app) {
         uo.verify = false;  // its outputs are compared with the artifact's below
         std::string dir = (work / "korch-unfused").string();
         compile_artifact(model, load_model_arg(model, o->load.options()), dir, uo, true);
-        unfused = runtime::Executable::load(dir);
+        unfused = runtime::Executable::load(dir, lo);
       }
     }
     std::mt19937_64 rng(0);
@@ -212,18 +373,32 @@ Command add_bench(CLI::App& app) {
       agreement = 0;
       for (size_t i = 0; i < a.size(); ++i) agreement = std::max(agreement, rel_l2_error(a[i], b[i]));
     }
+    // Without --peers: the CPU peers on a CPU artifact, PyTorch's where --torch-model names a model.
+    const bool peers_given = peers_opt->count() > 0;
+    std::vector<std::string> names = o->peers;
+    if (!peers_given && on_gpu) names.clear();
+    if (!peers_given && !o->torch_model.empty()) names.insert(names.end(), {"torch-eager", "torch-compile"});
     std::vector<Peer> peers;
-    for (const std::string& name : o->peers)
-      if (name != "none") peers.push_back({name});
+    for (const std::string& name : names)
+      if (name != "none" && std::none_of(peers.begin(), peers.end(), [&](const Peer& p) { return p.name == name; }))
+        peers.push_back({name});
+    auto any_peer = [&peers](bool torch) {
+      return std::any_of(peers.begin(), peers.end(), [&](const Peer& p) { return p.torch() == torch; });
+    };
+    auto drop_cpu_peers = [&peers] {
+      const size_t before = peers.size();
+      std::erase_if(peers, [](const Peer& p) { return !p.torch(); });
+      return peers.size() < before;
+    };
     std::string peer_file, peers_note;
-    if (!peers.empty() && on_gpu) {
-      peers_note = "CPU peers skipped on a GPU artifact: bench/gpu_peers.py times PyTorch eager and torch.compile";
-      peers.clear();
-    }
-    if (!peers.empty()) {
+    if (on_gpu && drop_cpu_peers()) peers_note = "CPU peers skipped on a GPU artifact";
+    if (on_gpu && !peers_given && o->torch_model.empty())
+      peers_note = "no peers on a GPU artifact without --torch-model NAME (the scripts/export_models.py model it was "
+                   "compiled from), which times PyTorch eager and torch.compile beside it";
+    if (any_peer(false)) {
       if (model.empty()) {
-        peers_note = "peers skipped: the artifact names no model";
-        peers.clear();
+        drop_cpu_peers();
+        peers_note = "CPU peers skipped: the artifact names no model";
       } else {
         peer_file = model_file_for_peer(model, work.string());
       }
@@ -232,7 +407,7 @@ Command add_bench(CLI::App& app) {
     // for, not the model's dynamic dimensions as 1) and on the values --bind gave inputs that the
     // artifact folded away (without them a peer says which input it misses).
     const std::string feeds_file = (work / "peer_feeds.json").string();
-    if (!peers.empty()) {
+    if (any_peer(false)) {
       nlohmann::json feeds = nlohmann::json::object();
       for (size_t i = 0; i < inputs.size(); ++i) {
         const std::string f = (work / fmt::format("peer_input_{}.npy", i)).string();
@@ -242,19 +417,64 @@ Command add_bench(CLI::App& app) {
       for (const auto& [name, path] : o->load.bind_files()) feeds[name] = fs::absolute(path).string();
       write_file_bytes(feeds_file, feeds.dump());
     }
+    // The PyTorch peers: one process for every round, started (model built, torch.compile run once)
+    // before the first.
+    TorchPeers torch;
+    nlohmann::json torch_json;
+    if (any_peer(true)) {
+      bool ok = false;
+      std::string why;
+      if (o->torch_model.empty()) {
+        why = "no --torch-model NAME (the scripts/export_models.py model the artifact was compiled from)";
+      } else {
+        const std::vector<TensorType>& types = exe->input_types();
+        const int64_t batch = o->torch_batch > 0 ? o->torch_batch
+                              : !types.empty() && types[0].rank() > 0 ? types[0].shape[0]
+                                                                      : 1;
+        // The GPU for a GPU artifact; the CPU (with bench's threads) for a CPU or emulated one.
+        const bool cuda = exe->device().name() == "cuda";
+        std::vector<std::string> argv = {python_for_peer(), o->torch_script, "--serve", o->torch_model,
+                                         "--batch", std::to_string(batch), "--device", cuda ? "cuda" : "cpu"};
+        if (!cuda) argv.insert(argv.end(), {"--threads", std::to_string(o->cpu.threads)});
+        if (std::none_of(peers.begin(), peers.end(), [](const Peer& p) { return p.name == "torch-compile"; }))
+          argv.push_back("--no-compile");
+        const std::string log = (work / "torch_peers.stderr.txt").string();
+        fmt::print("starting the PyTorch peers: {} at batch {} on {} ({}) ...\n", o->torch_model, batch,
+                   cuda ? "cuda" : "cpu", o->torch_script);
+        std::fflush(stdout);
+        ok = torch.start(argv, log) && torch.check_inputs(types);
+        why = torch.error();
+        torch_json = torch.ready();
+        torch_json["script"] = o->torch_script;
+        torch_json["python"] = python_for_peer();
+        if (!ok) torch_json["error"] = why;
+      }
+      for (Peer& peer : peers)
+        if (peer.torch() && !ok) {
+          peer.ok = false;
+          peer.note = peer.name + " did not run: " + why;
+        }
+    }
     Timing tk, tu;
     for (int r = 0; r < o->rounds; ++r) {
       time_executable(*exe, inputs, o->warmup, o->runs, tk);
-      for (Peer& peer : peers)
-        if (peer.ok) time_peer(peer, peer_file, feeds_file, o->cpu.threads, o->warmup, o->runs);
+      for (Peer& peer : peers) {
+        if (!peer.ok) continue;
+        if (peer.torch()) torch.time(peer, o->warmup, o->runs);
+        else time_peer(peer, peer_file, feeds_file, o->cpu.threads, o->warmup, o->runs);
+      }
       if (unfused) time_executable(*unfused, inputs, o->warmup, o->runs, tu);
     }
+    for (Peer& peer : peers)
+      if (peer.torch() && peer.ok) peer.note = torch.note(peer.name);
     if (on_gpu)
       fmt::print("\nbench {} on {} ({}), {} rounds x {} runs (median, p10-p90 in ms)\n", model.empty() ? fused_dir : model,
                  exe->device().name(), exe->replay_status(), o->rounds, o->runs);
     else
       fmt::print("\nbench {} on cpu, {} threads, {} rounds x {} runs (median, p10-p90 in ms)\n",
                  model.empty() ? fused_dir : model, o->cpu.threads, o->rounds, o->runs);
+    const std::string host_to_host = "every row is timed host to host: inputs in host memory, outputs back in host memory";
+    if (on_gpu || !torch_json.empty()) fmt::print("  ({})\n", host_to_host);
     auto row = [&](const std::string& name, const Timing& t, const std::string& extra) {
       fmt::print("  {:<16} {:>9.3f}  [{:.3f} - {:.3f}]  {}\n", name, t.median(), t.quantile(0.1), t.quantile(0.9), extra);
     };
@@ -263,6 +483,7 @@ Command add_bench(CLI::App& app) {
                                                 reorders.bytes / 1e6, exe->layout_handoffs());
     row("korch", tk, layout_note);
     const Peer* faster = nullptr;
+    const auto peers_ran = std::count_if(peers.begin(), peers.end(), [](const Peer& p) { return p.ok; });
     for (const Peer& peer : peers)
       if (peer.ok && (!faster || peer.t.median() < faster->t.median())) faster = &peer;
     for (const Peer& peer : peers) {
@@ -271,7 +492,7 @@ Command add_bench(CLI::App& app) {
         continue;
       }
       row(peer.name, peer.t, fmt::format("korch speedup {:.2f}x ({}{})", peer.t.median() / tk.median(), peer.note,
-                                         &peer == faster && peers.size() > 1 ? ", the faster peer" : ""));
+                                         &peer == faster && peers_ran > 1 ? ", the faster peer" : ""));
     }
     if (!peers_note.empty()) fmt::print("  {}\n", peers_note);
     if (unfused)
@@ -285,40 +506,48 @@ Command add_bench(CLI::App& app) {
       auto plan = nlohmann::json::parse(read_file_bytes((fs::path(fused_dir) / "plan.json").string()), nullptr, false);
       if (!plan.is_discarded() && plan.contains("kernels"))
         for (const auto& k : plan.at("kernels")) predicted.push_back(k.value("cost_s", 0.0));
+      const std::vector<std::string> kinds = step_kinds(fused_dir);
       exe->set_step_timing(true);
       for (int i = 0; i < o->runs; ++i) exe->run(inputs);
       auto steps = exe->step_times();
       exe->set_step_timing(false);
       double total = 0, total_pred = 0;
       std::vector<double> med(steps.size());
+      // Achieved bandwidth: the bytes a kernel's buffers hold (read and written once each) over its time.
+      auto gb_s = [&](size_t i) { return med[i] > 0 ? static_cast<double>(steps[i].bytes) / med[i] / 1e9 : 0.0; };
       for (size_t i = 0; i < steps.size(); ++i) {
         med[i] = Timing{steps[i].samples}.median();
         total += med[i];
         total_pred += i < predicted.size() ? predicted[i] : 0;
         per_kernel.push_back({{"step", steps[i].step}, {"note", steps[i].note}, {"median_ms", med[i] * 1e3},
-                              {"predicted_ms", i < predicted.size() ? predicted[i] * 1e3 : 0.0}});
+                              {"predicted_ms", i < predicted.size() ? predicted[i] * 1e3 : 0.0},
+                              {"bytes", steps[i].bytes}, {"gb_s", gb_s(i)},
+                              {"kind", i < kinds.size() ? kinds[i] : std::string("?")}});
       }
       std::vector<size_t> order(steps.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return med[a] > med[b]; });
       fmt::print("\n  kernels in the model: sum of per-kernel medians {:.3f} ms, of their predicted costs {:.3f} ms\n",
                  total * 1e3, total_pred * 1e3);
-      fmt::print("  top kernels (median ms in the model, share, predicted ms, in-model / predicted):\n");
+      fmt::print("  top kernels (median ms in the model, share, predicted ms, in-model / predicted, MB its buffers "
+                 "hold, GB/s over them):\n");
       for (size_t r = 0; r < order.size() && r < static_cast<size_t>(o->per_kernel); ++r) {
         const size_t i = order[r];
         const double p = i < predicted.size() ? predicted[i] : 0;
-        fmt::print("  {:>4} {:>8.3f} {:>5.1f}% {:>8.3f} {:>5.2f}  {}\n", steps[i].step, med[i] * 1e3,
-                   100 * med[i] / std::max(total, 1e-30), p * 1e3, p > 0 ? med[i] / p : 0.0, steps[i].note.substr(0, 90));
+        fmt::print("  {:>4} {:>8.3f} {:>5.1f}% {:>8.3f} {:>5.2f} {:>8.2f} {:>7.1f}  {}{}\n", steps[i].step, med[i] * 1e3,
+                   100 * med[i] / std::max(total, 1e-30), p * 1e3, p > 0 ? med[i] / p : 0.0, steps[i].bytes / 1e6, gb_s(i),
+                   i < kinds.size() && kinds[i] != "generated" ? "[" + kinds[i] + "] " : "", steps[i].note.substr(0, 90));
       }
     }
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", model}, {"threads", o->cpu.threads}, {"rounds", o->rounds}, {"runs", o->runs},
-                          {"peer_script", peers.empty() ? "" : peer_script()},
+                          {"peer_script", peer_file.empty() ? "" : peer_script()},
                           {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)},
                                      {"reorders_per_run", reorders.count}, {"reorder_bytes_per_run", reorders.bytes},
                                      {"layout_handoffs", exe->layout_handoffs()}}},
                           {"device", exe->device().name()}, {"device_id", exe->device().id()},
-                          {"replay", exe->replay_status()}};
+                          {"replay", exe->replay_status()}, {"timing", host_to_host}};
+      if (!torch_json.empty()) j["torch_peers"] = torch_json;
       for (const Peer& peer : peers) {
         if (peer.ok)
           j[peer.name] = {{"median_ms", peer.t.median()}, {"p10_ms", peer.t.quantile(0.1)}, {"p90_ms", peer.t.quantile(0.9)},

@@ -344,8 +344,12 @@ std::string Executable::replay_status() const {
 
 std::vector<Executable::StepTime> Executable::step_times() const {
   std::vector<StepTime> out;
-  for (size_t i = 0; i < steps_.size(); ++i)
-    out.push_back({static_cast<int>(i), steps_[i].note, steps_[i].samples});
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    int64_t bytes = 0;
+    for (const std::vector<int>* ids : {&steps_[i].inputs, &steps_[i].outputs})
+      for (int id : *ids) bytes += buffers_[static_cast<size_t>(id)].type.byte_size();
+    out.push_back({static_cast<int>(i), steps_[i].note, steps_[i].samples, bytes});
+  }
   return out;
 }
 

@@ -61,6 +61,7 @@ class Executable {
     int step = 0;
     std::string note;
     std::vector<double> samples;  // seconds, one per run
+    int64_t bytes = 0;  // the sizes of its input and output buffers: what it reads and writes at least
   };
   void set_step_timing(bool on);
   std::vector<StepTime> step_times() const;
