@@ -9,8 +9,8 @@
 //     primitive (`linear_epilogue`), or by primitives computed from constants alone that the
 //     library reads as an operand (`linear_constant_operands`: an Expand of a bias);
 //   * opaque primitives (TopK, LSTM, ...) and operators fission keeps whole run alone.
-// Example: with the CPU's rules {Conv, Add(bias), Relu} is one kernel; with the CUDA backend's
-// (no epilogues yet) the Conv is a kernel alone and {Add, Relu} a loop kernel.
+// Example: with the CPU's and the CUDA backend's rules {Conv, Add(bias), Relu} is one kernel (the
+// backend's emit refuses an epilogue its library cannot apply, e.g. a Sigmoid after a cuDNN conv).
 #pragma once
 
 #include <string>

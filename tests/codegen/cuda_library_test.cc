@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "codegen/linear_match.h"
@@ -227,10 +229,131 @@ TEST(CudaLibraryPlan, WhatNoCallServesIsRefusedWithTheReason) {
   nlohmann::json d = describe(b, y);
   d["dtypes"] = {{"src", "u8"}, {"weights", "s8"}, {"dst", "s32"}};
   EXPECT_NE(plan_library_call(d).reason.find("integer"), std::string::npos);
-  d = describe(b, y);
-  d["post_ops"] = nlohmann::json::array({{{"type", "eltwise"}, {"alg", "relu"}, {"alpha", 0.f}, {"beta", 0.f}}});
-  EXPECT_NE(plan_library_call(d).reason.find("epilogue"), std::string::npos);
+  Builder m;
+  d = describe(m, m.op("MatMul", {m.input({4, 8}), m.weight({8, 8})}));
+  d["post_ops"] = nlohmann::json::array({{{"type", "eltwise"}, {"alg", "tanh"}, {"alpha", 0.f}, {"beta", 0.f}}});
+  EXPECT_NE(plan_library_call(d).reason.find("epilogue eltwise tanh"), std::string::npos) << plan_library_call(d).reason;
   EXPECT_THROW(plan_library_call(nlohmann::json{{"op", "MatMul"}}), Error);
+}
+
+// Epilogues: the whole graph (one linear node and what follows it) as one description, operand k
+// at slot k and the result after them; the plan's call, then its epilogue as the libraries
+// document it (act(alpha * product + residual + bias)), against the interpreter.
+struct Described {
+  nlohmann::json desc;
+  std::vector<ValueId> operands;
+};
+Described describe_all(Builder& b, ValueId y) {
+  b.g.outputs = {y};
+  std::vector<NodeId> nodes;
+  for (size_t n = 0; n < b.g.nodes.size(); ++n) nodes.push_back(static_cast<NodeId>(n));
+  LinearMatchResult m = match_linear(b.g, nodes, {y});
+  EXPECT_TRUE(m.ok) << m.reason;
+  Described d{m.match.desc, m.match.operands};
+  d.desc["operand_slots"] = nlohmann::json::array();
+  for (size_t k = 0; k < d.operands.size(); ++k) d.desc["operand_slots"].push_back(static_cast<int>(k));
+  d.desc["result_slot"] = static_cast<int>(d.operands.size());
+  return d;
+}
+const float* value_of(Builder& b, const Run& r, ValueId v) {
+  for (size_t i = 0; i < b.g.inputs.size(); ++i)
+    if (b.g.inputs[i] == v) return r.inputs[i].data<float>();
+  return b.g.value(v).constant->data<float>();
+}
+void apply_epilogue(const LibraryEpilogue& e, const std::vector<const float*>& slots, size_t channel_stride,
+                    Tensor& out) {
+  float* o = out.data<float>();
+  const int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    double v = e.alpha * o[i];
+    if (e.residual) v += slots.at(static_cast<size_t>(e.residual_slot))[i];
+    if (e.bias) v += slots.at(static_cast<size_t>(e.bias_slot))[(i / static_cast<int64_t>(channel_stride)) % e.bias_length];
+    if (e.act == LibraryEpilogue::Act::kRelu) v = std::max(v, 0.0);
+    if (e.act == LibraryEpilogue::Act::kGeluTanh)
+      v = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    o[i] = static_cast<float>(v);
+  }
+}
+// Plans the graph as one call and checks the host model against the interpreter; returns the plan.
+LibraryPlan expect_epilogue_matches(Builder& b, ValueId y) {
+  Described d = describe_all(b, y);
+  LibraryPlan p = plan_library_call(d.desc);
+  EXPECT_TRUE(p.ok()) << p.reason;
+  if (!p.ok()) return p;
+  Run r = reference(b);
+  std::vector<const float*> slots;
+  for (ValueId v : d.operands) slots.push_back(value_of(b, r, v));
+  Tensor out;
+  size_t channel_stride = 1;
+  if (p.gemm) {
+    out = host_gemm(*p.gemm, slots.at(static_cast<size_t>(p.gemm->a.slot)), slots.at(static_cast<size_t>(p.gemm->b.slot)),
+                    r.ref.shape());
+  } else {
+    out = host_conv(*p.conv, slots.at(static_cast<size_t>(p.conv->src_slot)),
+                    slots.at(static_cast<size_t>(p.conv->weights_slot)), r.ref.shape());
+    channel_stride = static_cast<size_t>(r.ref.numel() / (r.ref.shape()[0] * r.ref.shape()[1]));
+  }
+  apply_epilogue(p.epilogue, slots, channel_stride, out);
+  EXPECT_LT(rel_l2_error(out, r.ref), 1e-6) << p.epilogue.describe();
+  return p;
+}
+
+TEST(CudaLibraryPlan, MatMulEpiloguesAreCublasLtsScaleBiasResidualAndActivation) {
+  {
+    Builder b;  // attention-style scale, a bias, tanh-GELU
+    b.g.opset = 20;
+    ValueId y = b.op("Mul", {b.op("MatMul", {b.input({2, 5, 16}), b.weight({16, 12})}), b.scalar(0.25f)});
+    Attributes tanh;
+    tanh.set("approximate", std::string("tanh"));
+    ValueId z = b.op("Gelu", {b.op("Add", {y, b.expand_const({1, 1, 12}, {2, 5, 12})})}, tanh);
+    LibraryPlan p = expect_epilogue_matches(b, z);
+    EXPECT_EQ(p.epilogue.describe(), "x0.25 + bias[12], gelu_tanh");
+  }
+  {
+    Builder b;  // a residual and ReLU, the product divided by a constant
+    ValueId y = b.op("Div", {b.op("MatMul", {b.input({6, 8}), b.weight({8, 8})}), b.scalar(4.f)});
+    ValueId z = b.op("Relu", {b.op("Add", {b.input({6, 8}), y})});
+    LibraryPlan p = expect_epilogue_matches(b, z);
+    EXPECT_TRUE(p.epilogue.residual);
+    EXPECT_EQ(p.epilogue.act, LibraryEpilogue::Act::kRelu);
+  }
+}
+
+TEST(CudaLibraryPlan, ConvEpiloguesAreCudnnsFusedConvolution) {
+  Builder b;  // bias, residual, ReLU
+  ValueId y = b.conv(b.input({1, 4, 6, 6}), {4, 4, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+  ValueId z = b.op("Relu", {b.op("Add", {b.bias(y), b.input({1, 4, 6, 6})})});
+  LibraryPlan p = expect_epilogue_matches(b, z);
+  EXPECT_EQ(p.epilogue.describe(), "residual + bias[4], relu");
+}
+
+TEST(CudaLibraryPlan, EpiloguesNoLibraryAppliesAreRefused) {
+  {
+    Builder b;  // cuDNN's fused call has no sigmoid
+    ValueId y = b.conv(b.input({1, 4, 6, 6}), {4, 4, 1, 1});
+    LibraryPlan p = plan_library_call(describe_all(b, b.op("Sigmoid", {b.bias(y)})).desc);
+    EXPECT_NE(p.reason.find("epilogue eltwise logistic"), std::string::npos) << p.reason;
+  }
+  {
+    Builder b;  // ONNX's default GELU is the erf form; cuBLASLt's is tanh
+    b.g.opset = 20;
+    ValueId y = b.op("MatMul", {b.input({4, 8}), b.weight({8, 8})});
+    LibraryPlan p = plan_library_call(describe_all(b, b.op("Gelu", {y})).desc);
+    EXPECT_NE(p.reason.find("gelu_erf"), std::string::npos) << p.reason;
+  }
+  {
+    Builder b;  // an add after the activation
+    ValueId y = b.op("Relu", {b.op("MatMul", {b.input({4, 8}), b.weight({8, 8})})});
+    LibraryPlan p = plan_library_call(describe_all(b, b.op("Add", {y, b.input({4, 8})})).desc);
+    EXPECT_NE(p.reason.find("after its activation"), std::string::npos) << p.reason;
+  }
+  {
+    Builder b;  // a ConvTranspose: backward-data has no fused form
+    ValueId y = b.op("ConvTranspose", {b.input({1, 4, 5, 5}), b.weight({4, 3, 4, 4})},
+                     attrs({{"pads", {1, 1, 1, 1}}, {"strides", {2, 2}}}));
+    LibraryPlan p = plan_library_call(describe_all(b, b.op("Relu", {y})).desc);
+    EXPECT_NE(p.reason.find("ConvTranspose with a fused epilogue"), std::string::npos) << p.reason;
+  }
 }
 
 }  // namespace

@@ -24,11 +24,11 @@ namespace korch::cuda {
 
 namespace {
 
+// Epilogues as on the CPU; emit() keeps those cuBLASLt / cuDNN apply (plan_library_call: a scale,
+// a bias, a residual, then ReLU or tanh-GELU) and refuses the rest with the reason.
 FusionRules cuda_fusion_rules() {
   FusionRules r;
-  r.name = "cuda: library calls without epilogues";
-  r.linear_epilogue.clear();
-  r.linear_constant_operands.clear();
+  r.name = "cuda: library epilogues (cuBLASLt, cuDNN)";
   return r;
 }
 

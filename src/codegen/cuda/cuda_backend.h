@@ -6,9 +6,10 @@
 // schedule unless emit() is asked for a variant: schedule_variants() names the others of
 // cuda_schedule_space(), and measured costs time them on the GPU and keep the fastest). Argument slots follow runtime/device.h;
 // a launch takes at most kMaxKernelArgs of them.
-// Fusion rules: linear primitives run alone as one cuBLASLt/cuDNN call (runtime/cuda/
-// cuda_library.h; a linear op no call serves is refused at emit, on the emulator too); everything
-// else fuses into loop kernels as on the CPU.
+// Fusion rules: a linear primitive runs as one cuBLASLt/cuDNN call with the epilogue the library
+// applies (runtime/cuda/cuda_library.h: scale, bias, residual, ReLU / tanh-GELU; a linear op or
+// epilogue no call serves is refused at emit, on the emulator too); everything else fuses into
+// loop kernels as on the CPU.
 // Devices: with a GPU, kernels are timed on it (measured costs); without one there is no timing
 // device and costs come from the analytic H200 model. The correctness gate runs every kernel on the
 // host emulator (runtime/cuda/cuda_device.h), and with a GPU each timed kernel is also checked on

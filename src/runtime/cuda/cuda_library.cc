@@ -169,7 +169,76 @@ LibraryPlan conv(const json& d) {
   return p;
 }
 
+// The post-ops as a library epilogue (cuda_library.h), or why none expresses them.
+std::string plan_epilogue(const json& d, bool conv, LibraryEpilogue& e) {
+  const json ops = d.value("post_ops", json::array());
+  if (ops.empty()) return "";
+  if (d.at("op") == "ConvTranspose") return "a ConvTranspose with a fused epilogue (cuDNN's backward-data call has none)";
+  const Dims dst = d.at("dst_dims").get<Dims>();
+  const json operands = d.value("operands", json::array());
+  size_t i = 0;
+  // A scale first: alpha (a constant Mul is eltwise linear with beta 0, a Div a binary div).
+  const json& first = ops.front();
+  if (first.at("type") == "eltwise" && first.at("alg") == "linear" && first.at("beta").get<double>() == 0) {
+    e.alpha = first.at("alpha").get<double>();
+    ++i;
+  } else if (first.at("type") == "binary" && first.at("alg") == "div" && first.contains("value") &&
+             first.at("value").get<double>() != 0) {
+    e.alpha = 1 / first.at("value").get<double>();
+    ++i;
+  }
+  const char* lib = conv ? "cuDNN's fused convolution" : "cuBLASLt";
+  for (; i < ops.size(); ++i) {
+    const json& op = ops[i];
+    const std::string type = op.at("type"), alg = op.at("alg");
+    if (e.act != LibraryEpilogue::Act::kNone)
+      return fmt::format("an epilogue {} {} after its activation ({} adds before it)", type, alg, lib);
+    if (type == "binary" && alg == "add" && op.contains("operand")) {
+      const size_t k = op.at("operand").get<size_t>();
+      const Dims dims = operands.at(k).at("dims").get<Dims>();
+      if (dims == dst) {
+        if (e.residual) return fmt::format("two full-shape addends in one epilogue ({} adds one)", lib);
+        e.residual = true;
+        e.residual_slot = slot(d, k);
+        continue;
+      }
+      const size_t channel = conv ? 1 : dst.size() - 1;
+      bool per_channel = dims.size() == dst.size() && dims[channel] == dst[channel];
+      for (size_t a = 0; per_channel && a < dims.size(); ++a) per_channel = a == channel || dims[a] == 1;
+      if (!per_channel)
+        return fmt::format("an epilogue operand of dims [{}] ({} adds a per-channel bias or a full-shape tensor)",
+                           fmt::join(dims, ","), lib);
+      if (e.bias) return fmt::format("two biases in one epilogue ({} adds one)", lib);
+      e.bias = true;
+      e.bias_slot = slot(d, k);
+      e.bias_length = dst[channel];
+      continue;
+    }
+    if (type == "eltwise" && alg == "relu" && op.at("alpha").get<double>() == 0) {
+      e.act = LibraryEpilogue::Act::kRelu;
+      continue;
+    }
+    if (type == "eltwise" && alg == "gelu_tanh" && !conv) {
+      e.act = LibraryEpilogue::Act::kGeluTanh;
+      continue;
+    }
+    return fmt::format("an epilogue {} {} ({} applies a scale, a bias, a residual and then ReLU{})", type, alg, lib,
+                       conv ? "" : " or tanh-GELU");
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string LibraryEpilogue::describe() const {
+  std::vector<std::string> parts;
+  if (alpha != 1) parts.push_back(fmt::format("x{:g}", alpha));
+  if (residual) parts.push_back("residual");
+  if (bias) parts.push_back(fmt::format("bias[{}]", bias_length));
+  std::string s = fmt::format("{}", fmt::join(parts, " + "));
+  if (act != Act::kNone) s += (s.empty() ? "" : ", ") + std::string(act == Act::kRelu ? "relu" : "gelu_tanh");
+  return s;
+}
 
 LibraryPlan plan_library_call(const json& d) {
   try {
@@ -183,17 +252,16 @@ LibraryPlan plan_library_call(const json& d) {
       p.reason = "an integer linear op (ConvInteger/MatMulInteger): the CUDA runtime has no int8 library call yet";
       return p;
     }
-    if (d.contains("post_ops") && !d.at("post_ops").empty()) {
-      p.reason = "a linear op with a fused epilogue: the CUDA runtime calls libraries without epilogues";
-      return p;
-    }
-    if (d.contains("operands") && d.at("operands").size() != 2) {
-      p.reason = "a linear op reading more than its src and weights";
-      return p;
-    }
-    if (op == "MatMul") return gemm(d);
-    if (op == "Conv" || op == "ConvTranspose") return conv(d);
-    p.reason = fmt::format("a {} linear step (no GPU library call)", op);
+    if (op == "MatMul") p = gemm(d);
+    else if (op == "Conv" || op == "ConvTranspose") p = conv(d);
+    else p.reason = fmt::format("a {} linear step (no GPU library call)", op);
+    if (!p.ok()) return p;
+    p.reason = plan_epilogue(d, op != "MatMul", p.epilogue);
+    // Every operand past src and weights must be one the epilogue reads.
+    const size_t extra = d.value("operands", json::array()).size();
+    const size_t read = 2 + p.epilogue.bias + p.epilogue.residual;
+    if (p.ok() && extra > 2 && extra != read) p.reason = "a linear op reading operands its library call has no place for";
+    if (!p.ok()) p.gemm.reset(), p.conv.reset();
     return p;
   } catch (const json::exception& e) {
     fail("malformed linear step description: {}", e.what());

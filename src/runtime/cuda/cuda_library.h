@@ -2,7 +2,8 @@
 // library call, cuBLASLt for MatMul/Einsum, cuDNN 9 for Conv/ConvTranspose.
 //
 // plan_library_call() is pure (no GPU, no library): it turns the description into the exact
-// shapes, strides and flags the library is given, or says why no call serves it. The CUDA
+// shapes, strides and flags the library is given, with the epilogue it applies (bias, residual,
+// ReLU/GELU, a scale), or says why no call serves it. The CUDA
 // backend refuses those kernels at emit time, so the emulator and the GPU run the same set.
 // make_library_call() builds the call on the GPU (cuda_library_gpu.cc): libraries loaded at run
 // time (dlopen: $KORCH_CUBLASLT / libcublasLt.so.13, $KORCH_CUDNN / libcudnn.so.9), so the
@@ -49,10 +50,27 @@ struct ConvPlan {
   int src_slot = -1, weights_slot = -1, dst_slot = -1;
 };
 
+// The part of a kernel's epilogue (post_ops, codegen/linear_match.h) the library applies as it
+// writes the product: dst = act(alpha * product + residual + bias), cuBLASLt's epilogue with
+// beta * C, cuDNN's fused convolution + bias + activation. Other post-ops are refused.
+struct LibraryEpilogue {
+  enum class Act { kNone, kRelu, kGeluTanh };  // GELU: cuBLASLt's is the tanh form, matmul only
+  double alpha = 1;        // a scale of the product before anything is added (Mul/Div by a constant)
+  bool bias = false;       // per output channel: the row-major result's last dim (gemm), dim 1 (conv)
+  int bias_slot = -1;      // args[] positions (-1 until the description's slots are filled in)
+  int64_t bias_length = 0;
+  bool residual = false;   // a full-shape addend: cuBLASLt's C with beta 1, cuDNN's z with alpha2 1
+  int residual_slot = -1;
+  Act act = Act::kNone;
+  bool empty() const { return alpha == 1 && !bias && !residual && act == Act::kNone; }
+  std::string describe() const;  // "x0.125 + residual + bias, relu"; "" when empty
+};
+
 struct LibraryPlan {
   std::string reason;  // non-empty: no library call serves the description, and why
   std::optional<GemmPlan> gemm;
   std::optional<ConvPlan> conv;
+  LibraryEpilogue epilogue;
   bool ok() const { return reason.empty(); }
 };
 

@@ -36,7 +36,8 @@ namespace {
   X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount) \
   X(cudnnSetConvolutionMathType) X(cudnnDestroyConvolutionDescriptor)                                   \
   X(cudnnFindConvolutionForwardAlgorithmEx) X(cudnnFindConvolutionBackwardDataAlgorithmEx)              \
-  X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData)
+  X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) X(cudnnConvolutionBiasActivationForward)       \
+  X(cudnnCreateActivationDescriptor) X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)
 
 #define KORCH_MEMBER(name) decltype(&::name) name = nullptr;
 #define KORCH_RESOLVE(name)                                                   \
@@ -129,14 +130,25 @@ double time_on_stream(CUstream stream, int reps, F fn) {
 
 constexpr size_t kGemmWorkspace = 32u << 20;
 
+// cuBLASLt's epilogue for a plan's: bias (a vector along the library's rows, i.e. the row-major
+// result's columns, shared by every batch) and then ReLU or (tanh) GELU.
+cublasLtEpilogue_t gemm_epilogue(const LibraryEpilogue& e) {
+  using A = LibraryEpilogue::Act;
+  if (e.act == A::kRelu) return e.bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  if (e.act == A::kGeluTanh) return e.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  return e.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
 class GemmCall : public LibraryCall {
  public:
-  GemmCall(const GemmPlan& g, CUstream stream) : g_(g), stream_(stream) {
+  GemmCall(const GemmPlan& g, const LibraryEpilogue& e, CUstream stream) : g_(g), e_(e), stream_(stream) {
     Cublaslt& lt = cublaslt();
     KORCH_BLAS(cublasLtMatmulDescCreate, &op_, CUBLAS_COMPUTE_32F, CUDA_R_32F);  // fp32, no TF32
     const cublasOperation_t ta = g.a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     KORCH_BLAS(cublasLtMatmulDescSetAttribute, op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     KORCH_BLAS(cublasLtMatmulDescSetAttribute, op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    const cublasLtEpilogue_t epi = gemm_epilogue(e);
+    KORCH_BLAS(cublasLtMatmulDescSetAttribute, op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
     layout(g.a, &la_);
     layout(g.b, &lb_);
     layout(g.c, &lc_);
@@ -161,6 +173,11 @@ class GemmCall : public LibraryCall {
     const void* A = args[g_.a.slot];
     const void* B = args[g_.b.slot];
     void* C = args[g_.c.slot];
+    if (e_.bias) {  // the pointer is an attribute of the operation, set before each call
+      const void* bias = args[e_.bias_slot];
+      KORCH_BLAS(cublasLtMatmulDescSetAttribute, op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    }
+    residual_ = e_.residual ? args[e_.residual_slot] : nullptr;
     if (chosen_ < 0) {  // first run: time each heuristic candidate on these operands
       double best = 0;
       for (int i = 0; i < candidates_; ++i) {
@@ -177,8 +194,9 @@ class GemmCall : public LibraryCall {
     call(chosen_, A, B, C);
   }
   std::string describe() const override {
-    return fmt::format("cuBLASLt fp32 {}x{}x{} batch {}{}{}, {} of {} heuristic algorithms", g_.m, g_.n, g_.k, g_.batch,
-                       g_.a.transposed ? " A^T" : "", g_.b.transposed ? " B^T" : "", chosen_ < 0 ? 0 : chosen_ + 1, candidates_);
+    return fmt::format("cuBLASLt fp32 {}x{}x{} batch {}{}{}{}, {} of {} heuristic algorithms", g_.m, g_.n, g_.k, g_.batch,
+                       g_.a.transposed ? " A^T" : "", g_.b.transposed ? " B^T" : "",
+                       e_.empty() ? "" : ", epilogue " + e_.describe(), chosen_ < 0 ? 0 : chosen_ + 1, candidates_);
   }
 
  private:
@@ -192,12 +210,15 @@ class GemmCall : public LibraryCall {
       KORCH_BLAS(cublasLtMatrixLayoutSetAttribute, *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
     }
   }
+  // D = epilogue(alpha * op(A) op(B) + beta * R): R is the residual (beta 1), else D itself (beta 0).
   void call(int i, const void* A, const void* B, void* C) {
-    const float alpha = 1, beta = 0;
-    KORCH_BLAS(cublasLtMatmul, cublaslt().handle, op_, &alpha, A, la_, B, lb_, &beta, C, lc_, C, lc_, &heur_[i].algo,
-               workspace_.ptr(), heur_[i].workspaceSize, stream_);
+    const float alpha = static_cast<float>(e_.alpha), beta = residual_ ? 1.f : 0.f;
+    KORCH_BLAS(cublasLtMatmul, cublaslt().handle, op_, &alpha, A, la_, B, lb_, &beta, residual_ ? residual_ : C, lc_, C,
+               lc_, &heur_[i].algo, workspace_.ptr(), heur_[i].workspaceSize, stream_);
   }
   GemmPlan g_;
+  LibraryEpilogue e_;
+  const void* residual_ = nullptr;
   CUstream stream_;
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
@@ -211,7 +232,7 @@ constexpr size_t kFindWorkspace = 256u << 20;  // what cuDNN's Find may use whil
 
 class ConvCall : public LibraryCall {
  public:
-  ConvCall(const ConvPlan& c, CUstream stream) : c_(c), stream_(stream) {
+  ConvCall(const ConvPlan& c, const LibraryEpilogue& e, CUstream stream) : c_(c), e_(e), stream_(stream) {
     KORCH_DNN(cudnnCreateTensorDescriptor, &x_);
     KORCH_DNN(cudnnCreateTensorDescriptor, &y_);
     KORCH_DNN(cudnnCreateFilterDescriptor, &w_);
@@ -223,9 +244,25 @@ class ConvCall : public LibraryCall {
               c.dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
     KORCH_DNN(cudnnSetConvolutionGroupCount, conv_, c.groups);
     KORCH_DNN(cudnnSetConvolutionMathType, conv_, CUDNN_FMA_MATH);  // fp32 without TF32
+    if (fused()) {
+      KORCH_DNN(cudnnCreateTensorDescriptor, &bias_);
+      std::vector<int> per_channel(c.y.size(), 1);
+      per_channel[1] = c.y[1];
+      tensor(bias_, per_channel);
+      KORCH_DNN(cudnnCreateActivationDescriptor, &act_);
+      KORCH_DNN(cudnnSetActivationDescriptor, act_,
+                e.act == LibraryEpilogue::Act::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                CUDNN_NOT_PROPAGATE_NAN, 0.0);
+      if (!e.bias) {  // the fused call always adds a bias: zeros
+        zero_bias_.resize(static_cast<size_t>(c.y[1]) * sizeof(float));
+        KORCH_CU(cuMemsetD8Async, zero_bias_.p, 0, zero_bias_.bytes, stream_);
+      }
+    }
   }
   ~ConvCall() override {
     Cudnn& d = cudnn();
+    if (act_) d.cudnnDestroyActivationDescriptor(act_);
+    if (bias_) d.cudnnDestroyTensorDescriptor(bias_);
     d.cudnnDestroyConvolutionDescriptor(conv_);
     d.cudnnDestroyFilterDescriptor(w_);
     d.cudnnDestroyTensorDescriptor(y_);
@@ -237,9 +274,12 @@ class ConvCall : public LibraryCall {
     const void* src = args[c_.src_slot];
     const void* w = args[c_.weights_slot];
     void* dst = args[c_.dst_slot];
-    if (!chosen_) choose(src, w, dst);
-    const float alpha = 1, beta = 0;
-    if (c_.transpose)
+    if (!chosen_) choose(src, w, dst, args);
+    const float alpha = static_cast<float>(e_.alpha), beta = 0;
+    if (fused())
+      KORCH_DNN(cudnnConvolutionBiasActivationForward, d.handle, &alpha, x_, src, w_, w, conv_, fwd_algo_, workspace_.ptr(),
+                workspace_.bytes, &residual_scale_, y_, residual(args, dst), bias_, bias(args), act_, y_, dst);
+    else if (c_.transpose)
       KORCH_DNN(cudnnConvolutionBackwardData, d.handle, &alpha, w_, w, x_, src, conv_, bwd_algo_, workspace_.ptr(),
                 workspace_.bytes, &beta, y_, dst);
     else
@@ -247,12 +287,19 @@ class ConvCall : public LibraryCall {
                 workspace_.bytes, &beta, y_, dst);
   }
   std::string describe() const override {
-    return fmt::format("cuDNN {} algorithm {} ({}), workspace {} bytes", c_.transpose ? "backward-data" : "forward",
+    return fmt::format("cuDNN {} algorithm {} ({}), workspace {} bytes{}",
+                       c_.transpose ? "backward-data" : fused() ? "fused conv+bias+activation" : "forward",
                        c_.transpose ? static_cast<int>(bwd_algo_) : static_cast<int>(fwd_algo_),
-                       chosen_ ? "FMA math, no TF32" : "not chosen yet", workspace_.bytes);
+                       chosen_ ? "FMA math, no TF32" : "not chosen yet", workspace_.bytes,
+                       e_.empty() ? "" : ", epilogue " + e_.describe());
   }
 
  private:
+  // cudnnConvolutionBiasActivationForward: y = act(alpha1 * conv(x) + alpha2 * z + bias); a
+  // scale alone is the plain call's alpha.
+  bool fused() const { return e_.bias || e_.residual || e_.act != LibraryEpilogue::Act::kNone; }
+  const void* residual(void* const* args, void* dst) const { return e_.residual ? args[e_.residual_slot] : dst; }
+  const void* bias(void* const* args) const { return e_.bias ? args[e_.bias_slot] : zero_bias_.ptr(); }
   void tensor(cudnnTensorDescriptor_t t, const std::vector<int>& dims) {
     std::vector<int> st(dims.size(), 1);
     for (size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
@@ -273,7 +320,7 @@ class ConvCall : public LibraryCall {
            fmt::join(c_.x, "x"), fmt::join(c_.y, "x"));
     return *best;
   }
-  void choose(const void* src, const void* w, void* dst) {
+  void choose(const void* src, const void* w, void* dst, void* const* args) {
     Cudnn& d = cudnn();
     DeviceBuffer scratch;
     scratch.resize(kFindWorkspace);
@@ -290,16 +337,41 @@ class ConvCall : public LibraryCall {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       KORCH_DNN(cudnnFindConvolutionForwardAlgorithmEx, d.handle, x_, src, w_, w, conv_, y_, dst,
                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, scratch.ptr(), scratch.bytes);
-      const auto& p = pick(perf, n);
-      fwd_algo_ = p.algo;
-      workspace = p.memory;
+      if (fused()) {
+        // Find timed the convolution alone; the fused call takes the fastest of those it accepts
+        // (an identity activation only with IMPLICIT_PRECOMP_GEMM).
+        const float alpha = static_cast<float>(e_.alpha);
+        bool found = false;
+        for (int i = 0; i < n && !found; ++i) {
+          if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType != CUDNN_FMA_MATH) continue;
+          found = d.cudnnConvolutionBiasActivationForward(d.handle, &alpha, x_, src, w_, w, conv_, perf[i].algo, scratch.ptr(),
+                                                          perf[i].memory, &residual_scale_, y_, residual(args, dst), bias_,
+                                                          bias(args), act_, y_, dst) == CUDNN_STATUS_SUCCESS;
+          if (found) {
+            fwd_algo_ = perf[i].algo;
+            workspace = perf[i].memory;
+          }
+        }
+        if (!found)
+          fail("cuDNN's fused convolution ({}) accepts none of the fp32 FMA-math algorithms measured for {} -> {}",
+               e_.describe(), fmt::join(c_.x, "x"), fmt::join(c_.y, "x"));
+      } else {
+        const auto& p = pick(perf, n);
+        fwd_algo_ = p.algo;
+        workspace = p.memory;
+      }
     }
     scratch.release();
     if (workspace > 0) workspace_.resize(workspace);
     chosen_ = true;
   }
   ConvPlan c_;
+  LibraryEpilogue e_;
   CUstream stream_;
+  float residual_scale_ = e_.residual ? 1.f : 0.f;  // alpha2
+  cudnnTensorDescriptor_t bias_ = nullptr;
+  cudnnActivationDescriptor_t act_ = nullptr;
+  DeviceBuffer zero_bias_;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
@@ -313,8 +385,8 @@ class ConvCall : public LibraryCall {
 
 std::unique_ptr<LibraryCall> make_library_call(const LibraryPlan& plan, void* stream) {
   if (!plan.ok()) fail_unsupported("no GPU library call: {}", plan.reason);
-  if (plan.gemm) return std::make_unique<GemmCall>(*plan.gemm, static_cast<CUstream>(stream));
-  return std::make_unique<ConvCall>(*plan.conv, static_cast<CUstream>(stream));
+  if (plan.gemm) return std::make_unique<GemmCall>(*plan.gemm, plan.epilogue, static_cast<CUstream>(stream));
+  return std::make_unique<ConvCall>(*plan.conv, plan.epilogue, static_cast<CUstream>(stream));
 }
 
 std::vector<std::string> describe_gpu_libraries() {
