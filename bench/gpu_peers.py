@@ -537,17 +537,19 @@ def serve(em: ModuleType, name: str, batch: int, device_arg: str, no_compile: bo
     if threads > 0:
         torch.set_num_threads(threads)
     flags = disable_tf32()
-    with torch.inference_mode():
-        try:
-            model, rng_state = build_model(torch, em, name)
-            model = model.to(device)
+    try:
+        # Built outside inference_mode, as the timing mode builds it; run inside it.
+        model, rng_state = build_model(torch, em, name)
+        model = model.to(device)
+        with torch.inference_mode():
             host_inputs, compiled, info, errors = prepare_peers(torch, em, name, model, rng_state,
                                                                 batch, device, no_compile)
-        except Exception as e:
-            traceback.print_exc(limit=3)
-            answer({"ready": False, "error": f"{name} batch {batch}: {type(e).__name__}: "
-                    f"{str(e).strip()[:2000]}"})
-            return 1
+    except Exception as e:
+        traceback.print_exc(limit=3)
+        answer({"ready": False, "error": f"{name} batch {batch}: {type(e).__name__}: "
+                f"{str(e).strip()[:2000]}"})
+        return 1
+    with torch.inference_mode():
         peers: dict[str, Callable[[], Any]] = {"eager": host_to_host(torch, model, host_inputs, device, cuda)}
         if compiled is not None:
             peers["compile"] = host_to_host(torch, compiled, host_inputs, device, cuda)
