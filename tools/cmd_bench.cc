@@ -292,11 +292,12 @@ Command add_bench(CLI::App& app) {
   CLI::Option* peers_opt = app.add_option("--peers", o->peers,
                                           "Peers timed in the same rounds (none: only Korch); one named here that "
                                           "cannot run fails the bench (by default it is only reported). Default: "
-                                          "onnxruntime,openvino on a CPU artifact, with torch-eager,torch-compile "
-                                          "added when --torch-model is given; torch-eager,torch-compile on a GPU")
+                                          "onnxruntime,openvino on a CPU artifact, torch-eager,torch-compile added "
+                                          "with --torch-model; on a GPU artifact torch-eager,torch-compile with "
+                                          "--torch-model, else none")
       ->delimiter(',')
       ->check(CLI::IsMember({"onnxruntime", "openvino", "torch-eager", "torch-compile", "none"}))
-      ->capture_default_str();
+      ->default_str("");  // said above: it depends on the artifact's device
   app.add_option("--torch-model", o->torch_model,
                  "The torch-eager/torch-compile peers run this model of scripts/export_models.py (the one the "
                  "artifact was compiled from: same weights and inputs)");
