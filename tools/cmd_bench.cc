@@ -291,13 +291,11 @@ Command add_bench(CLI::App& app) {
   app.add_option("--json", o->json, "Also write the results as JSON to this file");
   CLI::Option* peers_opt = app.add_option("--peers", o->peers,
                                           "Peers timed in the same rounds (none: only Korch); one named here that "
-                                          "cannot run fails the bench (by default it is only reported). Default: "
-                                          "onnxruntime,openvino on a CPU artifact, torch-eager,torch-compile added "
-                                          "with --torch-model; on a GPU artifact torch-eager,torch-compile with "
-                                          "--torch-model, else none")
+                                          "cannot run fails the bench (by default it is only reported)")
       ->delimiter(',')
       ->check(CLI::IsMember({"onnxruntime", "openvino", "torch-eager", "torch-compile", "none"}))
-      ->default_str("");  // said above: it depends on the artifact's device
+      ->default_str("onnxruntime,openvino on a CPU artifact, torch-eager,torch-compile added with --torch-model; "
+                    "on a GPU artifact torch-eager,torch-compile with --torch-model, else none");
   app.add_option("--torch-model", o->torch_model,
                  "The torch-eager/torch-compile peers run this model of scripts/export_models.py (the one the "
                  "artifact was compiled from: same weights and inputs)");
