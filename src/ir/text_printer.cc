@@ -319,8 +319,8 @@ std::string print_graph(const Graph& g, const PrintOptions& options) {
       }
       out += "}";
     }
-    if (!n.domain.empty()) out += fmt::format(" domain={}", quoted(n.domain));
-    if (!n.name.empty()) out += fmt::format(" name={}", quoted(n.name));
+    if (!n.domain.empty()) out += fmt::format(" domain={}", quoted(std::string_view(n.domain)));
+    if (!n.name.empty()) out += fmt::format(" name={}", quoted(std::string_view(n.name)));
     out += '\n';
   }
   for (ValueId v : g.outputs) out += fmt::format("  output {}\n", ref(v));
