@@ -136,9 +136,8 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
                     load, std::thread::hardware_concurrency()));
 
   auto record = [&](const std::string& hash, TuningStatus status, double seconds, double spread, int reps,
-                    const std::string& note, const std::string& variant = "") {
+                    const std::string& note) {
     TuningRecord r;
-    r.variant = variant;
     r.key = key_of(hash);
     r.signature = hash;
     r.device = device_;
