@@ -14,6 +14,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: big model, minutes in the reference interpreter")
     config.addinivalue_line("markers", "paper: one of the five models from the Korch paper")
     config.addinivalue_line("markers", "heldback: held-back-like torchvision/torch model")
+    config.addinivalue_line("markers", "timing: measures on this machine (measured costs, the closed loop); "
+                            "ctest runs these alone (e2e.timing), the others beside other tests")
     config.addinivalue_line("markers", "extra: more torchvision/torch.nn architectures, run "
                             "only with -m extra (or KORCH_E2E_EXTRA=1)")
 

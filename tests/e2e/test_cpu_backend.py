@@ -67,6 +67,7 @@ def run_artifact_vs_reference(model, art, tmp_path):
         assert err <= TOL, f"{name}: relative L2 error {err:.3g} > {TOL}"
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("model", ["builtin:tiny_convnet", "builtin:tiny_transformer"])
 def test_measured_artifact_matches_reference_and_reuses_measurements(model, tmp_path):
     env = env_with_cache(tmp_path)
@@ -80,6 +81,7 @@ def test_measured_artifact_matches_reference_and_reuses_measurements(model, tmp_
     assert " 0 measured" in again, again  # everything came from the tuning database
 
 
+@pytest.mark.timing
 def test_interrupted_profiling_resumes(tmp_path):
     env = env_with_cache(tmp_path)
     db = tmp_path / "cache" / "tuning.db"
@@ -115,6 +117,7 @@ def in_model_records(db):
         return c.execute("select count(*) from records where status = 'ok' and device like '%+in-model' and note like '%: step %'").fetchone()[0]
 
 
+@pytest.mark.timing
 def test_interrupted_closed_loop_resumes(tmp_path):
     # Every closed loop lasts seconds (each run of the plan in the model takes >= 1 s of runs, then
     # the unfused baseline is compiled and run the same way), so even a small model's can be
