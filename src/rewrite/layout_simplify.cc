@@ -8,12 +8,18 @@
 //   merge_transposes     Transpose(Transpose(x, [0,2,3,1]), [0,3,1,2]) -> x
 //                        Transpose(Transpose(x, [1,0,2]), [0,2,1])    -> Transpose(x, [1,2,0])
 //   merge_reshapes       Reshape(Reshape(x[2,3,4], [6,4]), [24])     -> Reshape(x, [24])
+//   merge_view_chains    a chain of Transposes and Reshapes whose composition keeps every element
+//                        in memory order is one Reshape: tokens to channels-last and back,
+//                        Transpose(Reshape(Transpose(x[1,16384,128], [0,2,1]), [1,128,128,128]),
+//                        [0,2,3,1]) -> Reshape(x, [1,128,128,128])
 //   remove_noop_layout   Reshape/Expand/Tile/Squeeze/Unsqueeze/Flatten whose output type is its
 //                        input's, Transpose with the identity perm, Slice keeping the shape with
 //                        positive steps, Pad with all-zero pads, single-input Concat -> their input
 //   slice_of_concat      Slice(Concat(a[2,3], b[2,5], axis=1), starts=[3], ends=[8], axes=[1]) -> b
 #include <algorithm>
+#include <deque>
 #include <numeric>
+#include <optional>
 
 #include "rewrite/rewrite.h"
 #include "rewrite/rewrite_util.h"
@@ -103,6 +109,88 @@ bool pads_all_zero(const Graph& g, const Node& n) {
   return true;
 }
 
+
+// A chain of Transposes and Reshapes followed without enumerating elements: each dim of a value
+// in the chain is a run of "factors" of the chain's input (outer to inner). A factor is one input
+// dim, or a part of one that a Reshape split (key extended by 0 for the outer part, 1 for the
+// inner), so keys order the factors as the input's memory does. The chain is a pure reshape when
+// the output's factors, outer to inner, are in key order.
+struct Factor {
+  std::vector<int> key;
+  int64_t size = 1;
+};
+using DimFactors = std::vector<std::vector<Factor>>;
+
+std::optional<DimFactors> reshape_factors(const DimFactors& dims, const Shape& to) {
+  std::deque<Factor> seq;
+  for (const auto& d : dims) seq.insert(seq.end(), d.begin(), d.end());
+  DimFactors out(to.size());
+  for (size_t d = 0; d < to.size(); ++d) {
+    int64_t need = to[d];
+    while (need > 1) {
+      if (seq.empty()) return std::nullopt;
+      Factor f = seq.front();
+      seq.pop_front();
+      if (need % f.size == 0) {
+        need /= f.size;
+        out[d].push_back(std::move(f));
+      } else if (f.size % need == 0) {  // the dim takes the outer part of f
+        Factor outer{f.key, need}, inner{f.key, f.size / need};
+        outer.key.push_back(0);
+        inner.key.push_back(1);
+        out[d].push_back(std::move(outer));
+        seq.push_front(std::move(inner));
+        need = 1;
+      } else {
+        return std::nullopt;  // parts of two factors: not followed (treated as a real move)
+      }
+    }
+  }
+  if (!seq.empty()) return std::nullopt;
+  return out;
+}
+
+bool static_positive(const Shape& s) {
+  for (int64_t d : s)
+    if (d < 1) return false;
+  return true;
+}
+
+// chain: the last node first; chain.back() reads the chain's input.
+bool chain_is_pure_reshape(const Graph& g, const std::vector<const Node*>& chain) {
+  const Shape& root = g.type(chain.back()->inputs[0]).shape;
+  if (!static_positive(root)) return false;
+  DimFactors dims(root.size());
+  for (size_t i = 0; i < root.size(); ++i)
+    if (root[i] > 1) dims[i].push_back({{static_cast<int>(i)}, root[i]});
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Node& n = **it;
+    const Shape& out = g.type(n.outputs[0]).shape;
+    if (!static_positive(out)) return false;
+    if (is_op(n, "Transpose")) {
+      const std::vector<int64_t> perm = perm_of(n, static_cast<int64_t>(dims.size()));
+      if (perm.size() != dims.size()) return false;
+      DimFactors next;
+      for (int64_t p : perm) {
+        if (p < 0 || p >= static_cast<int64_t>(dims.size())) return false;
+        next.push_back(dims[static_cast<size_t>(p)]);
+      }
+      dims = std::move(next);
+    } else {
+      std::optional<DimFactors> next = reshape_factors(dims, out);
+      if (!next) return false;
+      dims = std::move(*next);
+    }
+  }
+  const std::vector<int>* last = nullptr;
+  for (const auto& d : dims)
+    for (const Factor& f : d) {
+      if (last != nullptr && !(*last < f.key)) return false;
+      last = &f.key;
+    }
+  return true;
+}
+
 }  // namespace
 
 bool normalize_reshapes(Graph& g) {
@@ -158,6 +246,34 @@ bool merge_reshapes(Graph& g) {
     const ValueId x = p->inputs[0];
     if (g.type(x) == g.type(n.outputs[0]) && rw.replace(n.outputs[0], x)) continue;
     rw.make_reshape(n, x);  // explicit target shape: 0 / -1 in the old spec referred to the old input
+  }
+  return rw.finish();
+}
+
+bool merge_view_chains(Graph& g) {
+  Rewriter rw(g);
+  for (size_t i = 0, end = g.nodes.size(); i < end; ++i) {
+    Node& n = rw.visit(i);
+    if (!(is_op(n, "Transpose") || is_op(n, "Reshape")) || n.outputs[0] == kNoValue || n.inputs.empty() ||
+        n.inputs[0] == kNoValue)
+      continue;
+    // Back through at most 8 layout producers; the longest chain that is a pure reshape wins.
+    // Chains without a Transpose are merge_reshapes' (and a lone Transpose normalize_reshapes').
+    std::vector<const Node*> chain{&n};
+    bool has_transpose = is_op(n, "Transpose");
+    ValueId root = kNoValue;
+    for (int depth = 0; depth < 8; ++depth) {
+      const Node* p = producer_of(g, chain.back()->inputs[0]);
+      if (p == nullptr || !(is_op(*p, "Transpose") || is_op(*p, "Reshape")) || p->inputs.empty() ||
+          p->inputs[0] == kNoValue)
+        break;
+      chain.push_back(p);
+      has_transpose |= is_op(*p, "Transpose");
+      if (has_transpose && chain_is_pure_reshape(g, chain)) root = p->inputs[0];
+    }
+    if (root == kNoValue) continue;
+    if (g.type(root) == g.type(n.outputs[0]) && rw.replace(n.outputs[0], root)) continue;
+    rw.make_reshape(n, root);
   }
   return rw.finish();
 }

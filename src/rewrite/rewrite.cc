@@ -8,6 +8,7 @@ const std::vector<RewritePass>& simplification_passes() {
       {"remove_noop_layout", remove_noop_layout},
       {"merge_transposes", merge_transposes},
       {"merge_reshapes", merge_reshapes},
+      {"merge_view_chains", merge_view_chains},
       {"slice_of_concat", slice_of_concat},
       {"remove_identities", remove_identities},
       {"remove_neutral_elements", remove_neutral_elements},

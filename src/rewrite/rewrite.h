@@ -76,6 +76,7 @@ bool sink_broadcasts(Graph& g);           // op(Expand(a), Expand(b)) -> Expand(
 bool normalize_reshapes(Graph& g);        // Squeeze/Unsqueeze/Flatten, size-1-only Transpose -> Reshape
 bool merge_transposes(Graph& g);          // Transpose(Transpose(x, p1), p2) -> Transpose(x, p1∘p2) or x
 bool merge_reshapes(Graph& g);            // Reshape(Reshape(x)) -> Reshape(x)
+bool merge_view_chains(Graph& g);         // Transpose/Reshape chain that keeps memory order -> Reshape(x)
 bool remove_noop_layout(Graph& g);        // Reshape/Transpose/Expand/Slice/Concat/Tile/Pad whose output is its input
 bool slice_of_concat(Graph& g);           // Slice(Concat(a, b, c)) selecting exactly b -> b
 

@@ -101,6 +101,41 @@ TEST(RewriteLayout, CancellingTransposesOfAnInputThatIsAlsoTheOutputStayValid) {
   EXPECT_EQ(r.nodes.size(), 1u);
 }
 
+// Tokens [1, H*W, C] to a channels-last image [1, H, W, C] through the channels-first view a
+// model spells (Transpose, Reshape to NCHW, then the layout pass's Transpose to NHWC), and back:
+// every element stays where it was in memory, so each chain is one Reshape.
+TEST(RewriteLayout, ViewChainsThatKeepMemoryOrderAreOneReshape) {
+  GraphBuilder b;
+  ValueId tokens = b.input({1, 6, 4});
+  ValueId t1 = b.op("Transpose", {tokens}, attrs_perm({0, 2, 1}));  // [1,4,6]
+  ValueId r1 = b.op("Reshape", {t1, b.ints({1, 4, 2, 3})});
+  ValueId nhwc = b.op("Transpose", {r1}, attrs_perm({0, 2, 3, 1}));  // [1,2,3,4]
+  ValueId act = b.op("Relu", {nhwc});
+  ValueId t2 = b.op("Transpose", {act}, attrs_perm({0, 3, 1, 2}));  // [1,4,2,3]
+  ValueId r2 = b.op("Reshape", {t2, b.ints({1, 4, 6})});
+  b.output(b.op("Transpose", {r2}, attrs_perm({0, 2, 1})));        // [1,6,4]
+  Graph r = expect_rewrite_equivalent(b.g, merge_view_chains);
+  Graph s = expect_rewrite_equivalent(b.g, simplify_pass());
+  EXPECT_EQ(count_op(s, "Transpose"), 0);
+  EXPECT_EQ(op_list(s), (Ops{"Reshape", "Relu", "Reshape"}));
+  EXPECT_EQ(count_op(r, "Transpose"), 0);  // the pass alone (the chains' first Transposes are dead)
+}
+
+// Chains that move elements stay: a Transpose that swaps two real dims after the view, and a
+// Reshape that splits across two factors of a transposed dim.
+TEST(RewriteLayout, ViewChainsThatMoveElementsStay) {
+  GraphBuilder b;
+  ValueId tokens = b.input({1, 6, 4});
+  ValueId t1 = b.op("Transpose", {tokens}, attrs_perm({0, 2, 1}));  // [1,4,6]
+  ValueId r1 = b.op("Reshape", {t1, b.ints({1, 4, 2, 3})});
+  b.output(b.op("Transpose", {r1}, attrs_perm({0, 3, 2, 1})));      // [1,3,2,4]: w and h swapped
+  ValueId x = b.input({2, 6});
+  ValueId tx = b.op("Transpose", {x}, attrs_perm({1, 0}));  // [6,2]
+  ValueId rx = b.op("Reshape", {tx, b.ints({4, 3})});
+  b.output(b.op("Transpose", {rx}, attrs_perm({1, 0})));
+  expect_rewrite_equivalent(b.g, merge_view_chains, /*expect_change=*/false);
+}
+
 TEST(RewriteLayout, ReshapeChainMerges) {
   GraphBuilder b;
   ValueId x = b.input({2, 3, 4});
