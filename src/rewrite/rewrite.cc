@@ -1,5 +1,10 @@
 #include "rewrite/rewrite.h"
 
+#include <cstdlib>
+#include <set>
+
+#include "support/strings.h"
+
 namespace korch {
 
 const std::vector<RewritePass>& simplification_passes() {
@@ -17,9 +22,24 @@ const std::vector<RewritePass>& simplification_passes() {
       {"eliminate_common_subexpressions", eliminate_common_subexpressions},
       {"fold_scale_into_linear", fold_scale_into_linear},
       {"sink_broadcasts", sink_broadcasts},
+      {"conv_over_upsampled_concat", conv_over_upsampled_concat},
   };
   return passes;
 }
+
+namespace {
+// Experiment hook for before/after measurements: KORCH_SKIP_REWRITES=pass,pass leaves those
+// simplification passes out (names as in simplification_passes()).
+const std::set<std::string>& skipped_passes() {
+  static const std::set<std::string> skipped = [] {
+    std::set<std::string> s;
+    if (const char* e = std::getenv("KORCH_SKIP_REWRITES"))
+      for (const std::string& name : split(e, ',')) s.insert(name);
+    return s;
+  }();
+  return skipped;
+}
+}  // namespace
 
 void simplify(Graph& g, const SimplifyOptions& options, SimplifyReport* report) {
   SimplifyReport rep;
@@ -28,7 +48,7 @@ void simplify(Graph& g, const SimplifyOptions& options, SimplifyReport* report) 
     ++rep.iterations;
     bool changed = false;
     for (const RewritePass& p : simplification_passes()) {
-      if (!p.run(g)) continue;
+      if (skipped_passes().count(p.name) != 0 || !p.run(g)) continue;
       changed = true;
       rep.changed_by[p.name]++;
       g.remove_dead_code();

@@ -80,6 +80,9 @@ bool merge_view_chains(Graph& g);         // Transpose/Reshape chain that keeps 
 bool remove_noop_layout(Graph& g);        // Reshape/Transpose/Expand/Slice/Concat/Tile/Pad whose output is its input
 bool slice_of_concat(Graph& g);           // Slice(Concat(a, b, c)) selecting exactly b -> b
 
+// --- conv_over_concat.cc ---
+bool conv_over_upsampled_concat(Graph& g);  // Conv1x1(Concat(upsample(y_i))) -> sum of upsample(Conv1x1(y_i))
+
 // --- algebra_simplify.cc ---
 bool remove_neutral_elements(Graph& g);   // x*1, 1*x, x+0, 0+x, x-0, x/1, x^1 -> x (same type only)
 bool remove_double_negation(Graph& g);    // Neg(Neg(x)) -> x
