@@ -39,7 +39,7 @@ struct SolveResult {
   double bound = 0;                   // best proven lower bound
   double gap = 0;                     // (objective - bound) / max(|objective|, 1e-12); 0 if optimal
   double seconds = 0;                 // wall time over all attempts
-  std::string solver;                 // "cbc", "cbc-dual-retry", "glpk"
+  std::string solver;                 // "cbc", "cbc-dual-retry", "cbc-dual", "cbc-retry", "glpk"
   std::vector<std::string> log;       // one line per attempt (what failed and why)
 };
 

@@ -14,6 +14,10 @@ namespace korch::blp_internal {
 // callers write 1e300 for it).
 inline constexpr double kInfinity = 1e30;
 
+// Programs from this many variables on are "large" for CBC (blp_solver.cc, blp_solver_cbc.cc): its
+// first attempt solves LPs by the dual simplex, and the probing and zero-half cut generators stay off.
+inline constexpr int kLargeProgramVariables = 10000;
+
 struct AttemptOptions {
   double time_limit_s = 30;
   double rel_gap = 0;

@@ -276,7 +276,7 @@ std::string tally(const std::vector<std::string>& items) {
   for (const std::string& s : items) ++count[s];
   if (count.size() == 1) return count.begin()->first;
   std::vector<std::string> parts;
-  for (const auto& [s, k] : count) parts.push_back(fmt::format("{} in {} regions", s, k));
+  for (const auto& [s, k] : count) parts.push_back(fmt::format("{} in {} region{}", s, k, k == 1 ? "" : "s"));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 

@@ -227,6 +227,35 @@ TEST(BlpSolver, RandomCoversAgreeWithBruteForce) {
   }
 }
 
+// Large programs solved to a gap take the dual-first path (blp_solver.cc), to gap 0 the default
+// start: both must reach the optimum. 6000 independent pairs "one of a (cost 1 + k%3) or b (cost
+// 2)", each a needing its own c (0.5): the optimum takes a+c where k%3 == 0 and b elsewhere.
+TEST(BlpSolver, LargeProgramsToAGapStartWithTheDualAndReachTheOptimum) {
+  Blp b;
+  double want = 0;
+  for (int k = 0; k < 6000; ++k) {
+    const double ca = 1 + k % 3;
+    const int a = b.add_var("a" + std::to_string(k), ca), bb = b.add_var("b" + std::to_string(k), 2),
+              c = b.add_var("c" + std::to_string(k), 0.5);
+    b.add_row("one" + std::to_string(k), {{a, 1}, {bb, 1}}, 1, kInf);
+    b.add_row("need" + std::to_string(k), {{c, 1}, {a, -1}}, 0, kInf);
+    want += std::min(ca + 0.5, 2.0);
+  }
+  ASSERT_GE(b.num_vars(), 10000);
+  for (double gap : {0.005, 0.0}) {
+    SCOPED_TRACE(gap);
+    SolveOptions o;
+    o.solver = SolverChoice::kCbc;
+    o.time_limit_s = 60;
+    o.rel_gap = gap;
+    const SolveResult r = solve_blp(b, o);
+    ASSERT_EQ(r.status, SolveStatus::kOptimal) << joined(r.log);
+    EXPECT_NEAR(r.objective, want, 1e-6);  // the LP relaxation is integral: no gap to stop in
+    EXPECT_TRUE(b.feasible(r.x));
+    EXPECT_EQ(r.solver, gap > 0 ? "cbc-dual" : "cbc") << joined(r.log);
+  }
+}
+
 TEST(BlpSolver, RandomCoversCbcAndGlpkAgree) {
   for (unsigned seed = 10; seed < 16; ++seed) {
     SCOPED_TRACE(seed);
