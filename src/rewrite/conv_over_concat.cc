@@ -10,7 +10,8 @@
 //     -> Add(MatMul(Ah, MatMul(Conv(y1, W[:, :C1]), Bw)), Conv(y0, W[:, C1:]))
 //
 // It never loses: the rule applies only when no part is downsampled on its way to the Concat and
-// the convolution has no more output channels than any moved part has input channels, so each
+// the convolutions reading the Concat (all its readers must be such; CSP blocks have two) have
+// together no more output channels than any moved part has input channels, so each
 // convolution runs on at most as many pixels and each spatial step moves at most as many values
 // as before; the concatenated tensor is never written. It applies when at least one part is
 // strictly upsampled (otherwise the convolution's work is the same and there is nothing to gain).
@@ -18,7 +19,7 @@
 //
 // Conditions: the Conv is 2-D or more, group 1, every kernel dim 1, strides 1, no padding, no bias
 // input (fission moves biases to an Add), not channels-last; its weight is a float constant; the
-// Concat (axis 1) feeds only this Conv; every spatial step's result feeds only the next step, and
+// Concat (axis 1) feeds only such Convs; every spatial step's result feeds only the next step, and
 // acts on an axis >= 2 (a MatMul with a constant rank-2 operand on the input's last two axes, or a
 // Gather with constant indices).
 #include <cstring>
@@ -117,19 +118,37 @@ bool conv_over_upsampled_concat(Graph& g) {
   Rewriter rw(g);
   const UseInfo uses(g);
   for (size_t i = 0, end = g.nodes.size(); i < end; ++i) {
-    Node& n = rw.visit(i);
-    const Tensor* w = pointwise_conv_weight(g, n);
-    if (w == nullptr || n.outputs[0] == kNoValue) continue;
-    const Node* cat = producer_of(g, n.inputs[0]);
-    if (cat == nullptr || !is_op(*cat, "Concat") || !has_single_consumer(g, uses, n.inputs[0])) continue;
-    const int64_t rank = g.type(n.inputs[0]).rank();
-    int64_t axis = cat->attrs.get_int("axis", 0);
+    const Node& cat = rw.visit(i);
+    if (!is_op(cat, "Concat") || cat.outputs.empty() || cat.outputs[0] == kNoValue) continue;
+    const ValueId joined = cat.outputs[0];
+    // Every reader of the concatenation is such a convolution (CSP blocks read it with two).
+    const std::vector<NodeId>& readers = uses.consumers[static_cast<size_t>(joined)];
+    if (readers.empty() || uses.uses(joined) != static_cast<int>(readers.size())) continue;
+    struct Mix {
+      Tensor weight;
+      Attributes attrs;
+      ValueId out;
+    };
+    std::vector<Mix> mixes;
+    int64_t out_channels = 0;  // of all the readers together
+    const int64_t rank = g.type(joined).rank();
+    for (NodeId r : readers) {
+      const Node& conv = g.nodes[static_cast<size_t>(r)];
+      const Tensor* w = pointwise_conv_weight(g, conv);
+      if (w == nullptr || conv.inputs[0] != joined || conv.inputs[1] == joined || conv.outputs[0] == kNoValue ||
+          w->rank() != rank) {
+        mixes.clear();
+        break;
+      }
+      mixes.push_back({w->clone(), conv.attrs, conv.outputs[0]});
+      out_channels += w->dim(0);
+    }
+    int64_t axis = cat.attrs.get_int("axis", 0);
     if (axis < 0) axis += rank;
-    if (axis != 1 || rank != w->rank()) continue;
-    const int64_t out_channels = w->dim(0);
+    if (mixes.empty() || axis != 1) continue;
     std::vector<Part> parts;
     bool ok = true, gains = false;
-    for (ValueId part : cat->inputs) {
+    for (ValueId part : cat.inputs) {
       Part p{part, {}, g.type(part).shape.size() > 1 ? g.type(part).shape[1] : -1};
       while (true) {
         auto step = spatial_step(g, p.root);
@@ -147,27 +166,24 @@ bool conv_over_upsampled_concat(Graph& g) {
       parts.push_back(std::move(p));
     }
     if (!ok || !gains) continue;
-    // Copies: appending nodes and constants below invalidates references into the graph.
-    const Tensor weight = w->clone();
-    const Attributes conv_attrs = n.attrs;
-    const ValueId out = n.outputs[0];
-    ValueId sum = kNoValue;
-    int64_t first = 0;
-    for (const Part& p : parts) {
-      const ValueId wp = rw.add_constant("rewrite/conv_part_weight", weight_columns(weight, first, p.channels));
-      first += p.channels;
-      ValueId z = rw.append_node("Conv", {p.root, wp}, conv_attrs)[0];
-      for (const SpatialStep& s : p.steps) {
-        if (s.op == "MatMul")
-          z = rw.append_node("MatMul", s.constant_left ? std::vector<ValueId>{s.constant, z}
-                                                       : std::vector<ValueId>{z, s.constant})[0];
-        else
-          z = rw.append_node("Gather", {z, s.constant}, s.attrs)[0];
+    for (const Mix& mix : mixes) {
+      ValueId sum = kNoValue;
+      int64_t first = 0;
+      for (const Part& p : parts) {
+        const ValueId wp = rw.add_constant("rewrite/conv_part_weight", weight_columns(mix.weight, first, p.channels));
+        first += p.channels;
+        ValueId z = rw.append_node("Conv", {p.root, wp}, mix.attrs)[0];
+        for (const SpatialStep& s : p.steps) {
+          if (s.op == "MatMul")
+            z = rw.append_node("MatMul", s.constant_left ? std::vector<ValueId>{s.constant, z}
+                                                         : std::vector<ValueId>{z, s.constant})[0];
+          else
+            z = rw.append_node("Gather", {z, s.constant}, s.attrs)[0];
+        }
+        sum = sum == kNoValue ? z : rw.append_node("Add", {sum, z})[0];
       }
-      sum = sum == kNoValue ? z : rw.append_node("Add", {sum, z})[0];
+      if (g.type(sum) == g.type(mix.out)) rw.replace(mix.out, sum);  // else not expected: steps keep dims' roles
     }
-    if (g.type(sum) != g.type(out)) continue;  // not expected: every step keeps its dims' roles
-    rw.replace(out, sum);
   }
   return rw.finish();
 }

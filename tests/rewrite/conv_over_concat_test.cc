@@ -68,6 +68,34 @@ TEST(RewriteConvOverConcat, StaysWhereItCouldLose) {
   expect_rewrite_equivalent(c.g, conv_over_upsampled_concat, false);
 }
 
+// A CSP-style neck: the concatenation of a nearest-upsampled part and a lateral part is read by two
+// 1x1 convolutions with `out_a` and `out_b` channels (and, when `extra_reader`, by a Relu too).
+GraphBuilder csp_neck(int64_t out_a, int64_t out_b, bool extra_reader) {
+  GraphBuilder b;
+  ValueId y1 = b.input({1, 4, 2, 3});
+  ValueId g1 = b.op("Gather", {y1, b.ints({0, 0, 1, 1})}, axis_attr(2));
+  ValueId up = b.op("Gather", {g1, b.ints({0, 0, 1, 1, 2, 2})}, axis_attr(3));
+  ValueId cat = b.op("Concat", {up, b.input({1, 4, 4, 6})}, axis_attr(1));
+  b.output(b.op("Relu", {b.op("Conv", {cat, b.random({out_a, 8, 1, 1}, 6)})}));
+  b.output(b.op("Relu", {b.op("Conv", {cat, b.random({out_b, 8, 1, 1}, 7)})}));
+  if (extra_reader) b.output(b.op("Relu", {cat}));
+  return b;
+}
+
+TEST(RewriteConvOverConcat, EveryConvolutionReadingTheConcatMoves) {
+  Graph r = expect_rewrite_equivalent(csp_neck(2, 2, false).g, conv_over_upsampled_concat, true, 1e-6);
+  EXPECT_EQ(count_op(r, "Concat"), 0);
+  EXPECT_EQ(count_op(r, "Conv"), 4);
+  int low_res = 0;
+  for (const Node& n : r.nodes)
+    if (n.op_type == "Conv" && r.type(n.outputs[0]).shape == Shape{1, 2, 2, 3}) ++low_res;
+  EXPECT_EQ(low_res, 2);
+  // Together more output channels (3 + 2) than the upsampled part has (4): the steps would move more.
+  expect_rewrite_equivalent(csp_neck(3, 2, false).g, conv_over_upsampled_concat, false);
+  // A reader that is not such a convolution still needs the concatenation.
+  expect_rewrite_equivalent(csp_neck(2, 2, true).g, conv_over_upsampled_concat, false);
+}
+
 // From an ONNX Resize (linear, half_pixel) through fission: the interpolation MatMuls fission
 // makes are what the rule moves the convolution past.
 TEST(RewriteConvOverConcat, AppliesToFissionedResize) {
