@@ -31,12 +31,21 @@ bool Blp::feasible(const std::vector<double>& x) const {
   if (x.size() != objective.size()) return false;
   for (double v : x)
     if (std::fabs(v) > 1e-6 && std::fabs(v - 1) > 1e-6) return false;
-  for (const BlpRow& r : rows) {
-    double s = 0;
-    for (const auto& [j, a] : r.terms) s += a * x[static_cast<size_t>(j)];
-    if (s < r.lo - 1e-6 || s > r.hi + 1e-6) return false;
+  return violated_row(x) < 0;
+}
+
+double Blp::row_sum(size_t i, const std::vector<double>& x) const {
+  double s = 0;
+  for (const auto& [j, a] : rows[i].terms) s += a * x[static_cast<size_t>(j)];
+  return s;
+}
+
+int Blp::violated_row(const std::vector<double>& x) const {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double s = row_sum(i, x);
+    if (s < rows[i].lo - 1e-6 || s > rows[i].hi + 1e-6) return static_cast<int>(i);
   }
-  return true;
+  return -1;
 }
 
 namespace {

@@ -33,6 +33,9 @@ struct Blp {
   // Objective of an assignment; and whether it satisfies every row (tolerance 1e-6).
   double evaluate(const std::vector<double>& x) const;
   bool feasible(const std::vector<double>& x) const;
+  // sum(terms) of row i at x; the index of the first row whose bounds x breaks (1e-6 tolerance), or -1.
+  double row_sum(size_t i, const std::vector<double>& x) const;
+  int violated_row(const std::vector<double>& x) const;
 };
 
 // CPLEX LP text: "Minimize", "Subject To" (a ranged row becomes two rows), "Binary", "End".

@@ -71,27 +71,22 @@ std::string trivially_infeasible_row(const Blp& blp) {
   return "";
 }
 
-// What a solver's raw assignment gets wrong: how many values are fractional, and the first row
-// its rounding violates.
-std::string violation(const Blp& blp, const std::vector<double>& raw) {
-  int fractional = 0;
-  for (double v : raw) fractional += std::min(std::fabs(v), std::fabs(v - 1)) > 1e-6;
-  std::vector<double> x(raw.size());
-  for (size_t j = 0; j < raw.size(); ++j) x[j] = raw[j] > 0.5 ? 1.0 : 0.0;
-  for (const BlpRow& r : blp.rows) {
-    double s = 0;
-    for (const auto& [j, a] : r.terms) s += a * x[static_cast<size_t>(j)];
-    if (s < r.lo - 1e-6 || s > r.hi + 1e-6)
-      return fmt::format("{} fractional values; row '{}' sums to {:g} outside [{:g}, {:g}]", fractional, r.name, s,
-                         r.lo, r.hi);
-  }
-  return fmt::format("{} fractional values", fractional);
-}
-
 std::vector<double> rounded(const std::vector<double>& x) {
   std::vector<double> r(x.size());
   for (size_t j = 0; j < x.size(); ++j) r[j] = x[j] > 0.5 ? 1.0 : 0.0;
   return r;
+}
+
+// What a solver's raw assignment gets wrong: how many values are fractional, and the first row
+// its rounding `x` violates.
+std::string violation(const Blp& blp, const std::vector<double>& raw, const std::vector<double>& x) {
+  int fractional = 0;
+  for (double v : raw) fractional += std::min(std::fabs(v), std::fabs(v - 1)) > 1e-6;
+  const int i = blp.violated_row(x);
+  if (i < 0) return fmt::format("{} fractional values", fractional);
+  const BlpRow& r = blp.rows[static_cast<size_t>(i)];
+  return fmt::format("{} fractional values; row '{}' sums to {:g} outside [{:g}, {:g}]", fractional, r.name,
+                     blp.row_sum(static_cast<size_t>(i), x), r.lo, r.hi);
 }
 
 void set_gap(SolveResult& r) {
@@ -185,7 +180,7 @@ SolveResult solve_blp(const Blp& blp, const SolveOptions& options) {
     std::vector<double> x = rounded(a.x);
     if (!a.x.empty() && !blp.feasible(x)) {
       note(fmt::format("{}: returned an assignment that violates the BLP ({}: {}); discarded", step.name,
-                       violation(blp, a.x), a.detail));
+                       violation(blp, a.x, x), a.detail));
       continue;
     }
     if (a.x.empty() && a.status == SolveStatus::kNoSolution && !a.stopped_by_limit) {
