@@ -34,6 +34,13 @@ Head pyramid_head(int64_t out_channels) {
   return h;
 }
 
+// Convolutions of `g` whose output has `shape`.
+int convs_writing(const Graph& g, const Shape& shape) {
+  int k = 0;
+  for (const Node& n : g.nodes) k += n.op_type == "Conv" && g.type(n.outputs[0]).shape == shape;
+  return k;
+}
+
 TEST(RewriteConvOverConcat, TheConvolutionRunsOnEachPartBeforeItsUpsampling) {
   Head h = pyramid_head(3);
   Graph r = expect_rewrite_equivalent(h.b.g, conv_over_upsampled_concat, true, 1e-6);
@@ -41,10 +48,7 @@ TEST(RewriteConvOverConcat, TheConvolutionRunsOnEachPartBeforeItsUpsampling) {
   EXPECT_EQ(count_op(r, "Conv"), 3);
   EXPECT_EQ(count_op(r, "Add"), 2);
   // Each moved convolution reads the part before its steps: at 2x3, not 4x6.
-  int low_res = 0;
-  for (const Node& n : r.nodes)
-    if (n.op_type == "Conv" && r.type(n.outputs[0]).shape == Shape{1, 3, 2, 3}) ++low_res;
-  EXPECT_EQ(low_res, 2);
+  EXPECT_EQ(convs_writing(r, {1, 3, 2, 3}), 2);
   expect_rewrite_equivalent(h.b.g, simplify_pass(), true, 1e-6);
 }
 
@@ -86,10 +90,7 @@ TEST(RewriteConvOverConcat, EveryConvolutionReadingTheConcatMoves) {
   Graph r = expect_rewrite_equivalent(csp_neck(2, 2, false).g, conv_over_upsampled_concat, true, 1e-6);
   EXPECT_EQ(count_op(r, "Concat"), 0);
   EXPECT_EQ(count_op(r, "Conv"), 4);
-  int low_res = 0;
-  for (const Node& n : r.nodes)
-    if (n.op_type == "Conv" && r.type(n.outputs[0]).shape == Shape{1, 2, 2, 3}) ++low_res;
-  EXPECT_EQ(low_res, 2);
+  EXPECT_EQ(convs_writing(r, {1, 2, 2, 3}), 2);
   // Together more output channels (3 + 2) than the upsampled part has (4): the steps would move more.
   expect_rewrite_equivalent(csp_neck(3, 2, false).g, conv_over_upsampled_concat, false);
   // A reader that is not such a convolution still needs the concatenation.
