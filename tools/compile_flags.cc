@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -146,6 +147,9 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     if (noisy)
       fmt::print("  {} in-model run(s) stayed noisy (spread above {:.0f}% after a re-take; a busy machine?): "
                  "their times are not stored in the tuning database\n", noisy, 100 * options.loop_max_spread);
+    if (!l.rounds.empty() && std::abs(l.rounds.back().drift - 1) > options.loop_max_drift)
+      fmt::print("  the last in-model run drifted {:+.0f}% from the stored in-model times after a re-take (a busy "
+                 "machine?): its times are not stored in the tuning database\n", (l.rounds.back().drift - 1) * 100);
     fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); unfused measured {:.1f} us "
                "({:.2f}x)\n",
                l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),

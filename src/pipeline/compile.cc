@@ -164,6 +164,23 @@ std::string run_noise(const InModelRun& run) {
   return run.retakes ? ", taken again" : "";
 }
 
+// How the whole run compares with the in-model times already stored for its kernels: the median
+// of measured / stored over the plan's kernels that have one. 1 when too few have (under half the
+// plan, or under 8 kernels: a first run has nothing to compare with). Kernels move against each
+// other by their neighbours and their data, but when the median moves, the machine does: the same
+// kernels in the same plan ran uniformly slower (or faster) than when their times were stored.
+double run_drift(const CompileResult& r, const InModelRun& run, const InModelCosts& in_model) {
+  std::vector<double> ratios;
+  const size_t n = std::min(r.orchestration.plan.kernels.size(), run.step_seconds.size());
+  for (size_t i = 0; i < n; ++i) {
+    const double cost = r.orchestration.plan.kernels[i].seconds;
+    if (in_model.has(candidate_of(r, i)) && cost > 0) ratios.push_back(run.step_seconds[i] / cost);
+  }
+  if (ratios.size() < 8 || 2 * ratios.size() < n) return 1;
+  std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
+  return ratios[ratios.size() / 2];
+}
+
 std::vector<std::vector<NodeId>> kernel_sets(const KernelPlan& plan) {
   std::vector<std::vector<NodeId>> out;
   for (const PlannedKernel& k : plan.kernels) out.push_back(k.nodes);
@@ -195,9 +212,24 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   const auto t_loop = Clock::now();
   r.loop.ran = true;
   r.loop.loaded = in_model.loaded();
+  bool drifted = false;  // some run drifted (run_drift) after its re-take: nothing is stored
   for (int round = 1;; ++round) {
     const double predicted = r.orchestration.plan.total_seconds();
     InModelRun run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
+    // A run on a machine that drifted is taken again once; when it still drifts, its times are not
+    // stored and the plan is not solved again on them: against stored times of other kernels, the
+    // plan's own kernels would look slower (or faster) by the machine's state alone, and the loop
+    // would chase that (a warm yolov4 compile once ran 3 rounds, 165 then 76 kernels departing, on
+    // a run 10% slower throughout).
+    double drift = run_drift(r, run, in_model);
+    if (std::abs(drift - 1) > o.loop_max_drift) {
+      say(fmt::format("closed loop, round {}: the plan's kernels ran {:+.0f}% against their stored in-model times "
+                      "(median): the machine is not as it was; taking the run again",
+                      round, (drift - 1) * 100));
+      run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
+      drift = run_drift(r, run, in_model);
+      drifted = std::abs(drift - 1) > o.loop_max_drift;
+    }
     int departures = 0;
     double departed = 0;  // seconds: how far the departing kernels are from their costs
     const size_t n = r.orchestration.plan.kernels.size();
@@ -206,16 +238,16 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
       // Below a microsecond the difference is the noise of timing one kernel among many; a cost
       // that is already an in-model time departs only beyond run-to-run noise (25%).
       const bool was_in_model = in_model.has(candidate_of(r, i));
-      if (std::abs(m - cost) > std::max((was_in_model ? 0.25 : 0.10) * cost, 1e-6)) {
+      if (std::abs(m - drift * cost) > std::max((was_in_model ? 0.25 : 0.10) * drift * cost, 1e-6)) {
         ++departures;
         departed += std::abs(m - cost);
       }
       // Every kernel of the plan keeps its in-model time (not only those that depart), so the
       // plan's predicted latency is the sum of what its kernels took in the run; not from a run
       // that stayed noisy after its re-takes (a busy machine's times would steer later plans).
-      if (!run.noisy) in_model.record(p, candidate_of(r, i), m, step_note(i, n));
+      if (!run.noisy && !drifted) in_model.record(p, candidate_of(r, i), m, step_note(i, n));
     }
-    r.loop.rounds.push_back({predicted, run.end_to_end, departures, run.spread, run.noisy});
+    r.loop.rounds.push_back({predicted, run.end_to_end, departures, run.spread, run.noisy, drift});
     say(fmt::format("closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%{}; "
                     "per-kernel clock {:.0f} ns a read{}); {} of {} kernels depart from their costs by more than 10%",
                     round, predicted * 1e6, run.end_to_end * 1e6, run.spread * 100, run_noise(run),
@@ -226,6 +258,13 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
     if (run.noisy) {
       say("closed loop: the run stayed noisy after its re-takes: its kernel times are not stored, and the plan is not "
           "solved again on them");
+      break;
+    }
+    if (drifted) {
+      say(fmt::format("closed loop: the run taken again still ran {:+.0f}% against the stored in-model times: a busy "
+                      "machine? Its kernel times are not stored, and the plan is not solved again on them (`korch "
+                      "tune MODEL --redo` measures again when the machine has changed for good)",
+                      (drift - 1) * 100));
       break;
     }
     // Solving again pays only when the departures add up: under 3% of the run, the plan holds.
@@ -247,7 +286,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   // faster now (a later compile never regresses beyond that noise).
   const std::optional<TuningRecord> stored = in_model.whole("best");
   const bool stored_within_noise = stored && stored->seconds >= 0.97 * rounds[best].run.end_to_end;
-  if (stored && !stored_within_noise) {
+  if (stored && !stored_within_noise && !drifted) {
     std::map<std::string, int> by_instance;
     const auto& cands = r.orchestration.candidates.candidates;
     for (size_t i = 0; i < cands.size(); ++i) by_instance.emplace(in_model.instance(cands[i]), static_cast<int>(i));
@@ -299,7 +338,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
     k.seconds = kept.step_seconds[i];
     r.meta.kernel_extra[i] = {{"in_model_s", k.seconds}, {"isolated_s", alone}};
     k.cost_note = fmt::format("in-model {:.1f} us (alone {:.1f} us)", k.seconds * 1e6, alone * 1e6);
-    if (!kept.noisy) in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
+    if (!kept.noisy && !drifted) in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
   }
   r.loop.kept = static_cast<int>(best) + 1;
   std::string instances;
@@ -309,6 +348,8 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   if (kept.noisy)
     say(fmt::format("closed loop: the kept plan's run stayed noisy (spread {:.0f}%): not stored as this model's best",
                     kept.spread * 100));
+  else if (drifted)
+    say("closed loop: the kept plan's run drifted: not stored as this model's best");
   else if (!(stored_within_noise && stored->seconds < kept.end_to_end))
     in_model.record_whole("best", kept.end_to_end, instances);
   r.loop.predicted = r.orchestration.plan.total_seconds();
@@ -344,7 +385,10 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
     // Measured once per model and kept: so never a noisy run (a busy machine once made the
     // unfused plan 3000x its isolated costs, and the record stood).
     r.loop.unfused_noisy = urun.noisy;
-    if (urun.noisy)
+    if (drifted)
+      say("closed loop: the unfused plan was measured on a machine that drifted: not stored, measured again next "
+          "compile");
+    else if (urun.noisy)
       say(fmt::format("closed loop: the unfused plan's run stayed noisy (spread {:.0f}%{}): not stored, measured again "
                       "next compile",
                       urun.spread * 100, run_noise(urun)));
@@ -383,7 +427,8 @@ nlohmann::json loop_rounds_json(const LoopReport& loop) {
                       {"measured_s", x.measured},
                       {"departures", x.departures},
                       {"spread", x.spread},
-                      {"noisy", x.noisy}});
+                      {"noisy", x.noisy},
+                      {"drift", x.drift}});
   return rounds;
 }
 

@@ -43,6 +43,10 @@ namespace korch {
 
 enum class CostSource { kMeasured, kAnalytic };
 
+// The closed loop's machine-drift bound: a run whose kernels' median in-model time moved more than
+// this from their stored in-model times is taken again, then not stored (close_the_loop).
+constexpr double kMaxDrift = 0.08;
+
 struct CompileOptions {
   std::string target = "cpu";       // the backend (codegen/backend.h)
   Backend* backend = nullptr;       // when set, used instead of make_backend(target) (not owned)
@@ -60,6 +64,8 @@ struct CompileOptions {
   int loop_rounds = 3;
   int loop_runs = 5;                // least timed runs of the model per round (at least 1 s of them)
   double loop_max_spread = 0.15;    // a run whose spread is wider is taken again once, then marked noisy
+  double loop_max_drift = kMaxDrift;  // a run that drifts more (LoopReport::Round::drift) is taken again once,
+                                      // then not stored
   std::string model_name;           // recorded in plan.json and the manifest
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
 };
@@ -83,6 +89,9 @@ struct LoopReport {
     int departures = 0;
     double spread = 0;   // of the run's whole-run times, after its re-take if any
     bool noisy = false;  // spread above 15% even after the re-take
+    // Median of the plan's kernels' in-model times against their stored in-model times (1: too
+    // few were stored). Beyond 1 +- kMaxDrift after a re-take, nothing of the run is stored.
+    double drift = 1;
   };
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)

@@ -9,6 +9,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 
 #include "codegen/cpu/cpu_backend.h"
 #include "frontend/builtin_models.h"
@@ -320,6 +321,61 @@ TEST_F(CompileModel, NoisyInModelRunsAreNotStoredAsWholePlanTimes) {
   EXPECT_NE(again.loop.unfused_measured, r.loop.unfused_measured);
   CompileResult third = compile_model(g, dir_.string(), o);
   EXPECT_EQ(third.loop.unfused_measured, again.loop.unfused_measured);  // a quiet one is kept
+  fs::remove(o.measured.db_path);
+}
+
+// Every record of a tuning database, as one text (key, time and creation time of each).
+std::string all_records(const std::string& path) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT group_concat(key || ':' || seconds || ':' || created, ';') FROM "
+                               "(SELECT * FROM records ORDER BY key)",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  std::string out;
+  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+// A run whose kernels all moved against their stored in-model times (the machine's state, not the
+// plan) is taken again, and then, still drifting, stores nothing and is not solved again on.
+// Twelve MatMuls: a plan of at least 8 kernels, so the drift has enough kernels to go by.
+TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
+  std::string text = "graph t (opset 17) {\n  input x: f32[96,96]\n  input w: f32[96,96]\n";
+  std::string last = "x";
+  for (int i = 0; i < 12; ++i) {
+    text += fmt::format("  %m{0}: f32[96,96] = MatMul({1}, w)\n  %r{0}: f32[96,96] = Tanh(m{0})\n", i, last);
+    last = fmt::format("r{}", i);
+  }
+  const Graph g = parse_graph(text + "  output " + last + "\n}");
+  CompileOptions o;
+  o.model_name = "matmul_chain";
+  o.measured.db_path = (dir_.string() + ".db");
+  o.loop_max_spread = 1e9;  // the drift check, not the noise check
+  o.loop_max_drift = 1e9;
+  CompileResult first = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(first.loop.ran);
+  EXPECT_EQ(first.loop.rounds.front().drift, 1);  // nothing stored to compare with yet
+  ASSERT_GE(first.orchestration.plan.kernels.size(), 8u);
+  const std::string stored = all_records(o.measured.db_path);
+  ASSERT_NE(stored, "");
+
+  o.loop_max_drift = 0;  // any drift at all counts
+  CompileResult again = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(again.loop.ran);
+  ASSERT_EQ(again.loop.rounds.size(), 1u);  // not solved again
+  EXPECT_NE(again.loop.rounds.front().drift, 1);
+  EXPECT_EQ(all_records(o.measured.db_path), stored);  // nothing stored, nothing replaced
+  expect_runs_like_the_reference(g, false);
+
+  o.loop_max_drift = 1e9;  // a quiet machine stores again
+  compile_model(g, dir_.string(), o);
+  EXPECT_NE(all_records(o.measured.db_path), stored);
   fs::remove(o.measured.db_path);
 }
 
