@@ -103,7 +103,11 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
     const nlohmann::json rounds = loop_rounds_json(r.loop);
     contents.manifest_extra["measured_seconds"] = r.loop.measured;
     contents.manifest_extra["unfused_isolated_seconds"] = r.loop.unfused_isolated;
-    contents.manifest_extra["closed_loop"] = {{"rounds", rounds}, {"kept", r.loop.kept}, {"in_model_records_loaded", r.loop.loaded}};
+    contents.manifest_extra["closed_loop"] = {{"rounds", rounds},
+                                               {"kept", r.loop.kept},
+                                               {"in_model_records_loaded", r.loop.loaded},
+                                               {"unfused_measured_s", r.loop.unfused_measured},
+                                               {"unfused_drift", r.loop.unfused_drift}};
   }
   runtime::MemoryReport mem = runtime::write_artifact(dir, contents);
   write_plan_files(dir, p, r.orchestration, o.orchestrate, r.meta);
@@ -374,6 +378,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   ur.orchestration = orchestrate(p, isolated, u);  // its isolated costs are reported either way
   std::optional<double> unfused;
   if (auto stored = in_model.whole("unfused")) unfused = stored->seconds;
+  const bool unfused_stored = unfused.has_value();
   if (!unfused) {
     ur.kernels = emit_plan(p, backend, ur.orchestration);
     ur.meta = r.meta;
@@ -403,11 +408,15 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   }
   r.loop.unfused_isolated = ur.orchestration.plan.total_seconds();
   r.loop.unfused_measured = *unfused;
-  r.orchestration.unfused_seconds = *unfused;
+  // A stored time was taken on the machine as it was then: this run's drift carries it to now (a
+  // noisy evening had yolov4's plan at 0.89x of a stored unfused time while `korch bench` measured
+  // the two side by side at 1.05x).
+  if (unfused_stored) r.loop.unfused_drift = r.loop.rounds.front().drift;
+  r.orchestration.unfused_seconds = *unfused * r.loop.unfused_drift;
   say(fmt::format("closed loop: kept round {} of {}: predicted {:.1f} us, measured {:.1f} us; unfused measured "
-                  "{:.1f} us (its isolated costs add up to {:.1f} us)",
+                  "{:.1f} us{} (its isolated costs add up to {:.1f} us)",
                   r.loop.kept, rounds.size(), r.loop.predicted * 1e6, r.loop.measured * 1e6,
-                  r.loop.unfused_measured * 1e6, r.loop.unfused_isolated * 1e6));
+                  r.loop.unfused_measured * 1e6, unfused_drift_note(r.loop), r.loop.unfused_isolated * 1e6));
   r.meta.timing["close_loop"] = since(t_loop);
   // The greedy-fusion baseline on the isolated costs too: the plan's last cost table holds the
   // in-model times of whatever kernels the rounds ran, so only the isolated costs price the plan
@@ -425,6 +434,12 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
 }
 
 }  // namespace
+
+std::string unfused_drift_note(const LoopReport& loop) {
+  if (loop.unfused_drift == 1) return "";
+  return fmt::format(" when stored, about {:.1f} us at this run's drift ({:+.1f}%)",
+                     loop.unfused_measured * loop.unfused_drift * 1e6, (loop.unfused_drift - 1) * 100);
+}
 
 nlohmann::json loop_rounds_json(const LoopReport& loop) {
   nlohmann::json rounds = nlohmann::json::array();

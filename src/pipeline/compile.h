@@ -98,8 +98,16 @@ struct LoopReport {
   bool earlier_plan = false;      // it is an earlier compile's plan, which ran faster again
   double predicted = 0, measured = 0;
   double unfused_isolated = 0, unfused_measured = 0;
+  // The unfused time stored by an earlier compile, scaled by this to stand beside this compile's
+  // run (the first round's drift; 1 when the unfused plan ran in this compile). The gain printed
+  // and plan.json's unfused_s use unfused_measured * unfused_drift.
+  double unfused_drift = 1;
   bool unfused_noisy = false;  // its run stayed noisy: not stored, measured again next compile
 };
+
+// "" when the unfused plan ran in this compile; else " when stored, about X us at this run's
+// drift (+N%)": what follows its stored time wherever it is printed.
+std::string unfused_drift_note(const LoopReport& loop);
 
 // The closed loop's rounds as JSON (manifest.json and `korch compile --json` alike).
 nlohmann::json loop_rounds_json(const LoopReport& loop);

@@ -343,7 +343,8 @@ std::string all_records(const std::string& path) {
 }
 
 // A run whose kernels all moved against their stored in-model times (the machine's state, not the
-// plan) is taken again, and then, still drifting, stores nothing and is not solved again on.
+// plan) is taken again, and then, still drifting, stores nothing and is not solved again on; the
+// stored unfused time is carried to the run's state by the same drift.
 // Twelve MatMuls: a plan of at least 8 kernels, so the drift has enough kernels to go by.
 TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   std::string text = "graph t (opset 17) {\n  input x: f32[96,96]\n  input w: f32[96,96]\n";
@@ -361,6 +362,7 @@ TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   CompileResult first = compile_model(g, dir_.string(), o);
   ASSERT_TRUE(first.loop.ran);
   EXPECT_EQ(first.loop.rounds.front().drift, 1);  // nothing stored to compare with yet
+  EXPECT_EQ(first.loop.unfused_drift, 1);           // the unfused plan ran in this compile
   ASSERT_GE(first.orchestration.plan.kernels.size(), 8u);
   const std::string stored = all_records(o.measured.db_path);
   ASSERT_NE(stored, "");
@@ -370,6 +372,10 @@ TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   ASSERT_TRUE(again.loop.ran);
   ASSERT_EQ(again.loop.rounds.size(), 1u);  // not solved again
   EXPECT_NE(again.loop.rounds.front().drift, 1);
+  // The unfused time stored by the first compile stands beside this run scaled by its drift.
+  EXPECT_EQ(again.loop.unfused_measured, first.loop.unfused_measured);
+  EXPECT_EQ(again.loop.unfused_drift, again.loop.rounds.front().drift);
+  EXPECT_DOUBLE_EQ(again.orchestration.unfused_seconds, again.loop.unfused_measured * again.loop.unfused_drift);
   EXPECT_EQ(all_records(o.measured.db_path), stored);  // nothing stored, nothing replaced
   expect_runs_like_the_reference(g, false);
 
