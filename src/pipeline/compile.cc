@@ -408,9 +408,10 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   }
   r.loop.unfused_isolated = ur.orchestration.plan.total_seconds();
   r.loop.unfused_measured = *unfused;
-  // A stored time was taken on the machine as it was then: this run's drift carries it to now (a
-  // noisy evening had yolov4's plan at 0.89x of a stored unfused time while `korch bench` measured
-  // the two side by side at 1.05x).
+  // A stored time was taken on the machine as it was then: this run's drift (against the kernels'
+  // stored times, which each compile renews) carries it towards now. Only towards: the unfused
+  // record is older than most kernel records, and a change of the machine since it was taken
+  // stays (bench/results/warm_compile_yolov4.md: 349 ms stored, 408 ms in `korch bench` later).
   if (unfused_stored) r.loop.unfused_drift = r.loop.rounds.front().drift;
   r.orchestration.unfused_seconds = *unfused * r.loop.unfused_drift;
   say(fmt::format("closed loop: kept round {} of {}: predicted {:.1f} us, measured {:.1f} us; unfused measured "
