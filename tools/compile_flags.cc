@@ -31,6 +31,12 @@ void OrchestrateFlags::add_to(CLI::App& app) {
                  "Also write the binary linear program (costs scaled so the dearest kernel is 1000) as LP text; "
                  "regions of 1000 candidates or more also alone, as FILE.region<N>.lp");
   app.add_flag("--verbose-solver", verbose_solver, "Show the solver's log");
+  app.add_option("--memory-budget", memory_budget,
+                 "The fastest plan whose peak intermediate memory (the artifact's arena) is at most this many bytes, "
+                 "or an error naming the peak plans reach")
+      ->transform(CLI::AsSizeValue(true))
+      ->default_str("none")
+      ->check([](const std::string& v) { return v.rfind('-', 0) == 0 ? "a budget is 0 bytes or more" : ""; });
 }
 
 OrchestrateOptions OrchestrateFlags::options() const {
@@ -46,6 +52,7 @@ OrchestrateOptions OrchestrateFlags::options() const {
   opt.solver = solver == "cbc" ? SolverChoice::kCbc : solver == "glpk" ? SolverChoice::kGlpk : SolverChoice::kAuto;
   opt.verbose = verbose_solver;
   opt.dump_blp_path = dump_blp;
+  opt.memory_budget = memory_budget;
   return opt;
 }
 
@@ -178,8 +185,14 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
                "independent to check them against\n",
                r.verify.reference);
   if (!r.module.empty()) fmt::print("  kernels: {}\n", r.module);
-  fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB\n",
-             r.memory.arena_bytes / 1e6, r.memory.unfused_arena_bytes / 1e6, r.memory.weights_bytes / 1e6);
+  fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB{}\n",
+             r.memory.arena_bytes / 1e6, r.memory.unfused_arena_bytes / 1e6, r.memory.weights_bytes / 1e6,
+             options.orchestrate.memory_budget < 0
+                 ? ""
+                 : fmt::format("; within the budget of {} bytes ({} bytes; {} cheaper plan{} over it excluded)",
+                               options.orchestrate.memory_budget, r.memory.arena_bytes,
+                               r.orchestration.selection.memory_cuts,
+                               r.orchestration.selection.memory_cuts == 1 ? "" : "s"));
   fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s{}{}); wrote {}\n", r.meta.timing["total"],
              r.meta.timing["orchestrate"], r.meta.timing["artifact"],
              r.verify.ran ? fmt::format(", verify {:.1f} s", r.meta.timing["verify"]) : "",

@@ -20,6 +20,7 @@ struct OrchestrateFlags {
   bool no_recompute = false, verbose_solver = false;
   double time_limit = 20, gap = -1;  // gap -1: 0 for analytic costs, kMeasuredGap for measured
   int64_t state_limit = 200000;
+  int64_t memory_budget = -1;  // --memory-budget; -1: none
   std::string solver = "auto", dump_blp;
   void add_to(CLI::App& app);
   OrchestrateOptions options() const;

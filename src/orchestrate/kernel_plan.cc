@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "orchestrate/graph_index.h"
+#include "runtime/memory_plan.h"
 #include "support/error.h"
 
 namespace korch {
@@ -149,6 +150,28 @@ void verify_plan(const Graph& g, const KernelPlan& plan) {
     if (t.last_use < t.producer)
       fail("plan tensor '{}' is last used before it is written", g.value(t.value).name);
   }
+}
+
+int64_t plan_peak_bytes(const Graph& g, const std::vector<KernelCandidate>& candidates, const std::vector<int>& order) {
+  std::vector<runtime::StepIo> steps;
+  for (int c : order) {
+    const KernelCandidate& k = candidates[static_cast<size_t>(c)];
+    steps.push_back({k.inputs, k.outputs});
+  }
+  return runtime::plan_arena(g, steps).arena_bytes;
+}
+
+int64_t step_bytes(const Graph& g, const KernelCandidate& c) {
+  const auto aligned = [&](ValueId v) {
+    return (g.type(v).byte_size() + runtime::kArenaAlignment - 1) / runtime::kArenaAlignment * runtime::kArenaAlignment;
+  };
+  const std::set<ValueId> outputs(g.outputs.begin(), g.outputs.end());
+  int64_t bytes = 0;
+  for (ValueId v : c.inputs)
+    if (!is_free_value(g, v) && !outputs.count(v)) bytes += aligned(v);
+  for (ValueId v : c.outputs)
+    if (!outputs.count(v)) bytes += aligned(v);
+  return bytes;
 }
 
 }  // namespace korch

@@ -51,6 +51,15 @@ KernelPlan make_plan(const Graph& g, const std::vector<KernelCandidate>& candida
                      const std::vector<int>& order, const std::vector<double>& seconds,
                      const std::vector<std::string>& notes);
 
+// The peak intermediate memory of running `order` (schedule().order): the arena the runtime's
+// static memory plan gives those kernels (runtime/memory_plan.h), in bytes.
+int64_t plan_peak_bytes(const Graph& g, const std::vector<KernelCandidate>& candidates, const std::vector<int>& order);
+
+// What one kernel's step alone holds in that arena: its inputs other than graph inputs and
+// constants, and its outputs other than graph outputs, each aligned as the arena aligns them. Every
+// plan that runs the kernel peaks at no less.
+int64_t step_bytes(const Graph& g, const KernelCandidate& c);
+
 // Checks a plan against its graph: every kernel is a non-empty convex set of existing primitives;
 // its inputs are exactly the values it reads from outside, each a graph input, a constant or
 // written by an earlier kernel; its outputs are values of its own primitives; every graph output is

@@ -163,6 +163,7 @@ namespace {
 constexpr double kExactSearchShare = 0.15, kWindowedSearchShare = 0.05;
 // Regions with this many candidates report their phases and have their program dumped alone.
 constexpr size_t kBigRegion = 1000;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 void write_lp(const std::string& path, const Blp& blp) {
   std::ofstream f(path);
@@ -228,6 +229,7 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
   }
   if (!m.blp.feasible(warm)) warm.clear();
 
+  int64_t lowest_over = std::numeric_limits<int64_t>::max();  // the lowest peak of a plan over the memory budget
   for (int round = 0;; ++round) {
     SolveOptions so;
     so.time_limit_s = std::max(1.0, time_limit_s - seconds_since(t0));
@@ -240,8 +242,20 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
     r.objective /= scale;
     r.bound /= scale;
     sel.rows = static_cast<int64_t>(m.blp.rows.size());
+    if (r.status == SolveStatus::kInfeasible && options.memory_budget >= 0)
+      fail("{}", sel.memory_cuts ? fmt::format("no plan keeps its intermediates within the memory budget of {} bytes: all {} "
+                                         "plans of kernels that each fit peak above it, the lowest at {} bytes",
+                                         options.memory_budget, sel.memory_cuts, lowest_over)
+                           : fmt::format("no plan keeps its intermediates within the memory budget of {} bytes: the "
+                                         "kernels that each fit in it make no plan",
+                                         options.memory_budget));
     if (r.status == SolveStatus::kInfeasible)
       fail("no plan exists: the kernel selection program is infeasible ({} candidates)", candidates.size());
+    if (r.x.empty() && options.memory_budget >= 0)
+      fail("no plan within the memory budget of {} bytes found in the {} s time limit ({} cheaper plan{} over it "
+           "excluded{})",
+           options.memory_budget, options.time_limit_s, sel.memory_cuts, sel.memory_cuts == 1 ? "" : "s",
+           sel.memory_cuts ? fmt::format(", the lowest peak among them {} bytes", lowest_over) : "");
     if (r.x.empty()) {
       if (!sel.dp.feasible)
         fail("the solver found no plan within {} s and the no-recompute search did not finish: {}",
@@ -257,6 +271,30 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
       if (r.x[static_cast<size_t>(var)] > 0.5 && m.candidate_of_var[static_cast<size_t>(var)] >= 0)
         chosen.push_back(m.candidate_of_var[static_cast<size_t>(var)]);
     ScheduleResult s = schedule(g, candidates, chosen);
+    if (s.ok && options.memory_budget >= 0) {
+      sel.peak_bytes = plan_peak_bytes(g, candidates, s.order);
+      if (sel.peak_bytes > options.memory_budget) {
+        lowest_over = std::min(lowest_over, sel.peak_bytes);
+        if (sel.memory_cuts + 1 >= options.max_memory_cuts || seconds_since(t0) >= time_limit_s)
+          fail("no plan within the memory budget of {} bytes among the {} cheapest plans ({}; the lowest peak among "
+               "them {} bytes)",
+               options.memory_budget, sel.memory_cuts + 1,
+               sel.memory_cuts + 1 >= options.max_memory_cuts ? "the limit on plans tried"
+                                                              : fmt::format("the {} s time limit", time_limit_s),
+               lowest_over);
+        // No-good cut: this selection, and only it, is excluded.
+        std::vector<std::pair<int, double>> terms;
+        const std::set<int> in_plan(chosen.begin(), chosen.end());
+        for (int var = 0; var < m.blp.num_vars(); ++var)
+          if (const int c = m.candidate_of_var[static_cast<size_t>(var)]; c >= 0)
+            terms.emplace_back(var, in_plan.count(c) ? 1.0 : -1.0);
+        m.blp.add_row(fmt::format("memory_{}", sel.memory_cuts), std::move(terms), -kInf,
+                      static_cast<double>(chosen.size()) - 1);
+        ++sel.memory_cuts;
+        if (!warm.empty() && !m.blp.feasible(warm)) warm.clear();
+        continue;
+      }
+    }
     if (s.ok) {
       sel.solve = std::move(r);
       sel.order = std::move(s.order);
@@ -300,12 +338,13 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   // Dominance (exact): a minimal-output variant that costs no less than the full variant of the
   // same primitives can be replaced by it in any plan (same inputs, more outputs), so it is left
   // out. Compute-bound kernels tie this way, which on big programs removes many variables.
+  const bool budget = options.memory_budget >= 0;  // the dominance passes do not hold for memory
   int64_t dominated = 0;
   std::map<std::vector<NodeId>, size_t> full_of;  // primitives -> their full-output candidate
   for (size_t i = 0; i < candidates.size(); ++i)
     if (!candidates[i].minimal_outputs) full_of.emplace(candidates[i].nodes, i);
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (!candidates[i].minimal_outputs) continue;
+    if (!candidates[i].minimal_outputs || budget) continue;
     auto it = full_of.find(candidates[i].nodes);
     if (it != full_of.end() && scaled[it->second] <= scaled[i]) {
       scaled[i] = std::numeric_limits<double>::infinity();
@@ -320,7 +359,7 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   // measured costs this leaves out a third of YOLOv4's fused candidates (slow fusions of big
   // convolutions); analytic costs have none. Fewer candidates also split the program into more,
   // smaller regions.
-  {
+  if (!budget) {
     const std::vector<double> before = scaled;  // parts are priced as they were before this pass
     std::vector<double> alone(g.nodes.size(), std::numeric_limits<double>::infinity());
     for (size_t i = 0; i < candidates.size(); ++i)
@@ -348,6 +387,27 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
       }
     }
   }
+  OrchestrateOptions whole = options;
+  if (budget) {
+    // A kernel whose own step holds more than the budget is left out; a primitive that only such
+    // kernels compute makes every plan peak above it.
+    std::vector<int64_t> least(g.nodes.size(), std::numeric_limits<int64_t>::max());
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (!std::isfinite(scaled[i]) || (!options.allow_recompute && candidates[i].minimal_outputs)) continue;
+      const int64_t b = step_bytes(g, candidates[i]);
+      for (NodeId n : candidates[i].nodes) least[static_cast<size_t>(n)] = std::min(least[static_cast<size_t>(n)], b);
+      if (b > options.memory_budget) scaled[i] = std::numeric_limits<double>::infinity();
+    }
+    const auto worst = std::max_element(least.begin(), least.end());
+    if (worst != least.end() && *worst > options.memory_budget) {
+      const Node& n = g.nodes[static_cast<size_t>(worst - least.begin())];
+      fail("no plan keeps its intermediates within the memory budget of {} bytes: every plan peaks at {} bytes or "
+           "more (each kernel that computes {} ({}) holds that much at once)",
+           options.memory_budget, *worst, n.name, n.op_type);
+    }
+    whole.split_regions = false;  // the arena is the whole plan's
+    whole.dp_state_limit = 0;     // the state search knows nothing of memory
+  }
   // The state searches see the same candidates.
   std::vector<double> searched(costs);
   for (size_t i = 0; i < costs.size(); ++i)
@@ -359,10 +419,10 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   for (size_t i = 0; i < candidates.size(); ++i)
     usable[i] = std::isfinite(scaled[i]) && (options.allow_recompute || !candidates[i].minimal_outputs);
   std::vector<SelectionRegion> regions;
-  if (options.split_regions) regions = split_into_regions(g, candidates, usable);
+  if (whole.split_regions) regions = split_into_regions(g, candidates, usable);
   if (regions.size() <= 1) {
     Selection sel =
-        select_in_region(g, candidates, searched, scaled, scale, options, options.time_limit_s, options.rel_gap, 0, say);
+        select_in_region(g, candidates, searched, scaled, scale, whole, options.time_limit_s, options.rel_gap, 0, say);
     sel.dominated = dominated;
     return sel;
   }

@@ -20,6 +20,15 @@
 //       region order; the objective and the bound are the regions' sums.
 //   shortest_path_over_states   the optimal no-recompute plan (state_dp.h), when the number of
 //       states stays under a limit: the BLP's warm start, and its fallback if no solver answers.
+//   memory budget (options.memory_budget): the cheapest plan whose arena (plan_peak_bytes) is
+//       within it. Exact, by lazy cuts: a candidate whose own step holds more than the budget
+//       (step_bytes) is left out (valid: every plan running it peaks above); each solved plan over
+//       the budget gets a no-good cut
+//         sum_{K in plan} x_K - sum_{K not in plan} x_K <= |plan| - 1
+//       (it excludes that selection alone) and the program is solved again, up to
+//       max_memory_cuts times. The arena depends on the whole plan, so the program is solved
+//       whole (no regions, no state search) and without the dominance passes (a dominated kernel
+//       may hold less memory than the one that dominates it).
 //   solve_blp, then schedule(); an unschedulable selection (kernel_plan.h) gets a cycle cut
 //         sum_{K in cycle} x_K - sum_{P writes a value the cycle needs, P not in cycle} x_P <= |cycle| - 1
 //       (valid: in any schedule, the cycle's first kernel reads its value from a writer outside the
@@ -53,6 +62,10 @@ struct OrchestrateOptions {
   std::string dump_blp_path;  // when set, the whole program (scaled costs) is written as LP text, and
                               // each region of 1000+ candidates as <path>.region<N>.lp
   std::function<void(const std::string&)> progress;  // one line per phase; may be empty
+  // A bound on the plan's peak intermediate memory (plan_peak_bytes: the runtime's arena), in
+  // bytes; -1: none. See select_kernels.
+  int64_t memory_budget = -1;
+  int max_memory_cuts = 200;  // plans over the budget excluded before giving up
 };
 
 // The BLP for a candidate list and its costs, with the variable -> candidate map.
@@ -77,6 +90,8 @@ struct Selection {
   int64_t variables = 0, rows = 0;
   std::string source;       // "blp" or "dp" (the solver gave no plan)
   std::string warm_start;   // what the solver was started from
+  int memory_cuts = 0;       // plans over the memory budget excluded
+  int64_t peak_bytes = -1;   // plan_peak_bytes of the selection (computed under a memory budget)
 };
 // Solves for the cheapest schedulable selection. Throws korch::Error when there is none.
 Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& candidates,

@@ -109,7 +109,15 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
                                                {"unfused_measured_s", r.loop.unfused_measured},
                                                {"unfused_drift", r.loop.unfused_drift}};
   }
+  const int64_t budget = o.orchestrate.memory_budget;
+  if (budget >= 0) contents.manifest_extra["memory_budget"] = budget;
   runtime::MemoryReport mem = runtime::write_artifact(dir, contents);
+  // The plan was chosen on plan_peak_bytes; the artifact's arena is the same planner over the
+  // emitted kernels' arguments, so they agree unless emission added or dropped an intermediate.
+  if (budget >= 0 && mem.arena_bytes > budget)
+    fail("internal error: the artifact's arena ({} bytes) is above the memory budget ({} bytes) its plan was chosen "
+         "within (the plan's peak: {} bytes)",
+         mem.arena_bytes, budget, r.orchestration.selection.peak_bytes);
   write_plan_files(dir, p, r.orchestration, o.orchestrate, r.meta);
   return mem;
 }
@@ -296,7 +304,8 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   // earlier plan 8% slower than it was stored).
   const bool stored_within_noise =
       stored && stored->seconds * r.loop.rounds.front().drift >= 0.97 * rounds[best].run.end_to_end;
-  if (stored && !stored_within_noise && !drifted) {
+  // (Not under a memory budget: that plan was chosen without it.)
+  if (stored && !stored_within_noise && !drifted && opt.memory_budget < 0) {
     std::map<std::string, int> by_instance;
     const auto& cands = r.orchestration.candidates.candidates;
     for (size_t i = 0; i < cands.size(); ++i) by_instance.emplace(in_model.instance(cands[i]), static_cast<int>(i));
@@ -373,6 +382,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   u.allow_recompute = false;
   u.progress = nullptr;
   u.dump_blp_path.clear();  // --dump-blp is the plan's program, not this baseline's
+  u.memory_budget = -1;     // the baseline is what it is
   CompileResult ur;
   ur.primitives = p;
   ur.orchestration = orchestrate(p, isolated, u);  // its isolated costs are reported either way

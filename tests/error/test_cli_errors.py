@@ -2,6 +2,7 @@
 
 Each case builds its bad input in a temp dir and runs the real `korch` binary (KORCH_BIN).
 """
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -332,3 +333,20 @@ def test_library_this_cpu_cannot_run_is_a_clear_error(tmp_path):
     r = korch("run", "--artifact", out, "--random-inputs", "1", "--outputs", tmp_path / "o")
     assert_clean_error(r, "libkernels.so", "made_up_feature", "this CPU lacks")
     assert r.returncode == 3
+
+
+def test_compile_memory_budget(tmp_path):
+    # Within the unconstrained plan's peak: the same plan, the budget in manifest.json.
+    r = korch("compile", "builtin:tiny_convnet", "--cost", "analytic", "-o", tmp_path / "free")
+    assert r.returncode == 0, r.stderr
+    peak = json.loads((tmp_path / "free" / "manifest.json").read_text())["peak_intermediate_bytes"]
+    r = korch("compile", "builtin:tiny_convnet", "--cost", "analytic", "--memory-budget", peak, "-o", tmp_path / "art")
+    assert r.returncode == 0, r.stderr
+    m = json.loads((tmp_path / "art" / "manifest.json").read_text())
+    assert m["memory_budget"] == peak and m["peak_intermediate_bytes"] <= peak
+    assert f"within the budget of {peak} bytes" in r.stdout
+    # Below what any plan can reach: one line naming the bound and the node that sets it.
+    assert_clean_error(korch("compile", "builtin:tiny_convnet", "--cost", "analytic", "--memory-budget", 1000, "-o",
+                             tmp_path / "small"), "memory budget of 1000 bytes", "every plan peaks at", "Conv")
+    r = korch("compile", "builtin:tiny_convnet", "--memory-budget", "-5", "-o", tmp_path / "neg")
+    assert r.returncode != 0 and "0 bytes or more" in r.stderr, r.stderr

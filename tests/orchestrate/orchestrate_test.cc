@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -167,6 +169,109 @@ std::vector<double> with_barriers(const Graph& g, const std::vector<KernelCandid
         if (barrier[static_cast<size_t>(v)] && std::binary_search(cands[i].nodes.begin(), cands[i].nodes.end(), p))
           costs[i] = std::numeric_limits<double>::infinity();
   return costs;
+}
+
+// Every plan as (cost, peak intermediate bytes): without recompute every partition of the
+// primitives into full-output candidates, with recompute every subset of the candidates (small
+// lists only) that covers every primitive and writes every output; unschedulable ones and those
+// with an unusable (infinite-cost) candidate left out.
+std::vector<std::pair<double, int64_t>> every_plan(const Graph& g, const std::vector<KernelCandidate>& cands,
+                                                    const std::vector<double>& costs, bool recompute) {
+  std::vector<std::pair<double, int64_t>> plans;
+  auto add = [&](const std::vector<int>& chosen) {
+    const ScheduleResult s = schedule(g, cands, chosen);
+    if (!s.ok) return;
+    double cost = 0;
+    for (int c : chosen) cost += costs[static_cast<size_t>(c)];
+    plans.emplace_back(cost, plan_peak_bytes(g, cands, s.order));
+  };
+  const size_t n = g.nodes.size();
+  if (!recompute) {
+    std::vector<int> chosen;
+    std::vector<bool> covered(n);
+    std::function<void()> go = [&] {
+      const auto u = std::find(covered.begin(), covered.end(), false);
+      if (u == covered.end()) return add(chosen);
+      const NodeId node = static_cast<NodeId>(u - covered.begin());
+      for (size_t i = 0; i < cands.size(); ++i) {
+        const KernelCandidate& c = cands[i];
+        if (c.minimal_outputs || !std::isfinite(costs[i]) || !std::binary_search(c.nodes.begin(), c.nodes.end(), node))
+          continue;
+        if (std::any_of(c.nodes.begin(), c.nodes.end(), [&](NodeId x) { return covered[static_cast<size_t>(x)]; }))
+          continue;
+        for (NodeId x : c.nodes) covered[static_cast<size_t>(x)] = true;
+        chosen.push_back(static_cast<int>(i));
+        go();
+        chosen.pop_back();
+        for (NodeId x : c.nodes) covered[static_cast<size_t>(x)] = false;
+      }
+    };
+    go();
+    return plans;
+  }
+  KORCH_CHECK(cands.size() <= 20);
+  for (uint32_t mask = 1; mask < (uint32_t{1} << cands.size()); ++mask) {
+    std::vector<int> chosen;
+    std::vector<bool> covered(n);
+    std::set<ValueId> written;
+    bool usable = true;
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (mask >> i & 1) {
+        usable = usable && std::isfinite(costs[i]);
+        chosen.push_back(static_cast<int>(i));
+        for (NodeId x : cands[i].nodes) covered[static_cast<size_t>(x)] = true;
+        written.insert(cands[i].outputs.begin(), cands[i].outputs.end());
+      }
+    if (!usable || std::find(covered.begin(), covered.end(), false) != covered.end()) continue;
+    if (std::any_of(g.outputs.begin(), g.outputs.end(), [&](ValueId v) { return !written.count(v); })) continue;
+    add(chosen);
+  }
+  return plans;
+}
+
+// A memory budget: the cheapest plan whose arena fits, against every plan; no plan fitting is an
+// error. Budgets: just under the unconstrained optimum's peak, the least peak, and under it.
+TEST(Orchestrate, MemoryBudgetMatchesBruteForce) {
+  int tightened = 0, infeasible = 0, with_recompute = 0;
+  for (uint32_t seed = 1; seed <= 150; ++seed) {
+    const Graph g = random_dag(3 + static_cast<int>(seed % 6), seed + 9000);  // 3..8 primitives
+    const CandidateSet cs = enumerate_candidates(g, unbounded());
+    // Half the seeds with barriers, so that some intermediates cannot be fused away.
+    std::vector<double> costs = random_costs(cs.candidates, seed * 104729u);
+    if (seed % 2) costs = with_barriers(g, cs.candidates, costs, seed);
+    const bool recompute = seed % 3 == 0 && cs.candidates.size() <= 14;
+    with_recompute += recompute;
+    const auto plans = every_plan(g, cs.candidates, costs, recompute);
+    ASSERT_FALSE(plans.empty()) << "seed " << seed;
+    const auto best = *std::min_element(plans.begin(), plans.end());
+    int64_t least = best.second;
+    for (const auto& p : plans) least = std::min(least, p.second);
+    for (int64_t budget : {best.second - 1, least, least - 1}) {
+      if (budget < 0) continue;  // -1 means no budget
+      SCOPED_TRACE(fmt::format("seed {}, budget {} (unconstrained peak {}, least {})", seed, budget, best.second, least));
+      double truth = std::numeric_limits<double>::infinity();
+      for (const auto& p : plans)
+        if (p.second <= budget) truth = std::min(truth, p.first);
+      OrchestrateOptions opt = exact(recompute);
+      opt.memory_budget = budget;
+      if (!std::isfinite(truth)) {
+        EXPECT_THROW(select_kernels(g, cs.candidates, costs, opt), Error);
+        ++infeasible;
+        continue;
+      }
+      const Selection sel = select_kernels(g, cs.candidates, costs, opt);
+      EXPECT_NEAR(sel.objective, truth, 1e-6);
+      EXPECT_LE(sel.peak_bytes, budget);
+      EXPECT_EQ(plan_peak_bytes(g, cs.candidates, sel.order), sel.peak_bytes);
+      tightened += truth > best.first + 1e-9;
+    }
+  }
+  // The budgets must bind: a costlier plan chosen for memory, and budgets no plan meets.
+  EXPECT_GT(tightened, 20);
+  EXPECT_GT(infeasible, 20);
+  EXPECT_GT(with_recompute, 10);
+  RecordProperty("tightened", tightened);
+  RecordProperty("infeasible", infeasible);
 }
 
 TEST(Orchestrate, RegionsMatchBruteForceAndTheWholeProgram) {
@@ -335,7 +440,9 @@ TEST(Orchestrate, DpMatchesDisjointBlp) {
     CandidateOptions co = unbounded();
     co.offer_minimal_outputs = seed % 3 != 0;  // the disjoint BLP must ignore minimal variants
     const CandidateSet cs = enumerate_candidates(g, co);
-    const std::vector<double> costs = random_costs(cs.candidates, seed * 104729u);
+    // Half the seeds with barriers, so that some intermediates cannot be fused away.
+    std::vector<double> costs = random_costs(cs.candidates, seed * 104729u);
+    if (seed % 2) costs = with_barriers(g, cs.candidates, costs, seed);
     const DpResult dp = shortest_path_over_states(g, cs.candidates, costs, 1000000);
     ASSERT_TRUE(dp.completed && dp.feasible) << "seed " << seed;
     OrchestrateOptions opt = exact(false);
