@@ -151,6 +151,7 @@ struct CompileArgs {
   int threads = 2;
   double time_limit = 20, gap = -1;
   int max_kernel_size = 8;
+  int64_t memory_budget = -1;  // bytes; -1: none
   bool recompute = true, verify = true, close_loop = true, unfused = false, progress = false;
 };
 
@@ -168,6 +169,7 @@ py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, c
   o.orchestrate.candidates.max_primitives = a.max_kernel_size;
   o.orchestrate.candidates.offer_minimal_outputs = a.recompute;
   o.orchestrate.allow_recompute = a.recompute;
+  o.orchestrate.memory_budget = a.memory_budget;
   o.measured.db_path = a.tuning_db;
   o.measured.progress = a.progress;
   o.verify = a.verify;
@@ -232,6 +234,7 @@ PYBIND11_MODULE(_core, mod) {
       .def_readwrite("time_limit", &CompileArgs::time_limit)
       .def_readwrite("gap", &CompileArgs::gap)
       .def_readwrite("max_kernel_size", &CompileArgs::max_kernel_size)
+      .def_readwrite("memory_budget", &CompileArgs::memory_budget)
       .def_readwrite("recompute", &CompileArgs::recompute)
       .def_readwrite("verify", &CompileArgs::verify)
       .def_readwrite("close_loop", &CompileArgs::close_loop)

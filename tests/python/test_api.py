@@ -144,6 +144,10 @@ def test_errors_carry_the_message(tmp_path):
         korch.compile(gelu_mlp(), cost="analytic")  # the dynamic dimension is not fixed
     with pytest.raises(korch.Error, match="cost="):
         korch.compile(gelu_mlp(), shapes={"batch": 1}, cost="fast")
+    with pytest.raises(korch.Error, match="memory budget of 64 bytes"):
+        korch.compile(gelu_mlp(), shapes={"batch": 2}, cost="analytic", memory_budget=64)
+    with pytest.raises(ValueError, match="0 bytes or more"):
+        korch.compile(gelu_mlp(), shapes={"batch": 2}, cost="analytic", memory_budget=-1)
 
     exe = korch.compile(gelu_mlp(), shapes={"batch": 2}, cost="analytic")
     with pytest.raises(korch.Error, match="no value for input 'x'"):
