@@ -388,6 +388,7 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     }
   }
   OrchestrateOptions whole = options;
+  std::string memory_floor;  // under a budget: the least peak any plan can have, for the errors
   if (budget) {
     // A kernel whose own step holds more than the budget is left out; a primitive that only such
     // kernels compute makes every plan peak above it.
@@ -399,11 +400,14 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
       if (b > options.memory_budget) scaled[i] = std::numeric_limits<double>::infinity();
     }
     const auto worst = std::max_element(least.begin(), least.end());
-    if (worst != least.end() && *worst > options.memory_budget) {
+    if (worst != least.end()) {
       const Node& n = g.nodes[static_cast<size_t>(worst - least.begin())];
-      fail("no plan keeps its intermediates within the memory budget of {} bytes: every plan peaks at {} bytes or "
-           "more (each kernel that computes {} ({}) holds that much at once)",
-           options.memory_budget, *worst, n.name, n.op_type);
+      memory_floor = fmt::format("every plan peaks at {} bytes or more (each kernel that computes {} ({}) holds that "
+                                 "much at once)",
+                                 *worst, n.name, n.op_type);
+      if (*worst > options.memory_budget)
+        fail("no plan keeps its intermediates within the memory budget of {} bytes: {}", options.memory_budget,
+             memory_floor);
     }
     whole.split_regions = false;  // the arena is the whole plan's
     whole.dp_state_limit = 0;     // the state search knows nothing of memory
@@ -421,8 +425,14 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   std::vector<SelectionRegion> regions;
   if (whole.split_regions) regions = split_into_regions(g, candidates, usable);
   if (regions.size() <= 1) {
-    Selection sel =
-        select_in_region(g, candidates, searched, scaled, scale, whole, options.time_limit_s, options.rel_gap, 0, say);
+    Selection sel;
+    try {
+      sel = select_in_region(g, candidates, searched, scaled, scale, whole, options.time_limit_s, options.rel_gap, 0,
+                             say);
+    } catch (const Error& e) {
+      if (memory_floor.empty()) throw;
+      throw Error(e.code(), fmt::format("{}; {}", e.what(), memory_floor));  // how far down plans can go
+    }
     sel.dominated = dominated;
     return sel;
   }
