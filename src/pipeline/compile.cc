@@ -252,7 +252,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
       const bool was_in_model = in_model.has(candidate_of(r, i));
       if (std::abs(m - drift * cost) > std::max((was_in_model ? 0.25 : 0.10) * drift * cost, 1e-6)) {
         ++departures;
-        departed += std::abs(m - cost);
+        departed += std::abs(m - drift * cost);
       }
       // Every kernel of the plan keeps its in-model time (not only those that depart), so the
       // plan's predicted latency is the sum of what its kernels took in the run; not from a run
@@ -275,7 +275,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
     if (drifted) {
       say(fmt::format("closed loop: the run taken again still ran {:+.0f}% against the stored in-model times: a busy "
                       "machine? Its kernel times are not stored, and the plan is not solved again on them (`korch "
-                      "tune MODEL --redo` measures again when the machine has changed for good)",
+                      "compile --redo` measures again when the machine has changed for good)",
                       (drift - 1) * 100));
       break;
     }
