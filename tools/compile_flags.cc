@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
 #include <fmt/format.h>
 
@@ -154,14 +153,13 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     if (noisy)
       fmt::print("  {} in-model run(s) stayed noisy (spread above {:.0f}% after a re-take; a busy machine?): "
                  "their times are not stored in the tuning database\n", noisy, 100 * options.loop_max_spread);
-    if (!l.rounds.empty() && std::abs(l.rounds.back().drift - 1) > options.loop_max_drift)
+    if (!l.rounds.empty() && l.rounds.back().drifted)
       fmt::print("  the last in-model run drifted {:+.0f}% from the stored in-model times after a re-take (a busy "
                  "machine?): its times are not stored in the tuning database\n", (l.rounds.back().drift - 1) * 100);
     fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); unfused measured {:.1f} us{} "
                "({:.2f}x)\n",
                l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),
-               l.unfused_measured * 1e6, unfused_drift_note(l),
-               l.unfused_measured * l.unfused_drift / std::max(l.measured, 1e-30));
+               l.unfused_measured * 1e6, unfused_drift_note(l), o.unfused_seconds / std::max(l.measured, 1e-30));
   } else {
     fmt::print("  plan {:.1f} us vs unfused {:.1f} us ({:.2f}x, {} costs)\n", o.plan.total_seconds() * 1e6,
                o.unfused_seconds * 1e6, o.unfused_seconds / std::max(o.plan.total_seconds(), 1e-30),
@@ -267,7 +265,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"unfused_measured_s", l.unfused_measured},
                         {"unfused_noisy", l.unfused_noisy},
                         {"unfused_drift", l.unfused_drift},
-                        {"speedup", l.unfused_measured * l.unfused_drift / std::max(l.measured, 1e-30)}};
+                        {"speedup", r.orchestration.unfused_seconds / std::max(l.measured, 1e-30)}};
   }
   if (r.verify.ran) {
     const VerifyReport& v = r.verify;

@@ -162,9 +162,7 @@ int64_t plan_peak_bytes(const Graph& g, const std::vector<KernelCandidate>& cand
 }
 
 int64_t step_bytes(const Graph& g, const KernelCandidate& c) {
-  const auto aligned = [&](ValueId v) {
-    return (g.type(v).byte_size() + runtime::kArenaAlignment - 1) / runtime::kArenaAlignment * runtime::kArenaAlignment;
-  };
+  const auto aligned = [&](ValueId v) { return runtime::align_up(g.type(v).byte_size()); };
   const std::set<ValueId> outputs(g.outputs.begin(), g.outputs.end());
   int64_t bytes = 0;
   for (ValueId v : c.inputs)

@@ -259,7 +259,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
       // that stayed noisy after its re-takes (a busy machine's times would steer later plans).
       if (!run.noisy && !drifted) in_model.record(p, candidate_of(r, i), m, step_note(i, n));
     }
-    r.loop.rounds.push_back({predicted, run.end_to_end, departures, run.spread, run.noisy, drift});
+    r.loop.rounds.push_back({predicted, run.end_to_end, departures, run.spread, run.noisy, drift, drifted});
     say(fmt::format("closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%{}; "
                     "per-kernel clock {:.0f} ns a read{}); {} of {} kernels depart from their costs by more than 10%",
                     round, predicted * 1e6, run.end_to_end * 1e6, run.spread * 100, run_noise(run),
@@ -460,7 +460,8 @@ nlohmann::json loop_rounds_json(const LoopReport& loop) {
                       {"departures", x.departures},
                       {"spread", x.spread},
                       {"noisy", x.noisy},
-                      {"drift", x.drift}});
+                      {"drift", x.drift},
+                      {"drifted", x.drifted}});
   return rounds;
 }
 

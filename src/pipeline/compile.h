@@ -90,8 +90,9 @@ struct LoopReport {
     double spread = 0;   // of the run's whole-run times, after its re-take if any
     bool noisy = false;  // spread above 15% even after the re-take
     // Median of the plan's kernels' in-model times against their stored in-model times (1: too
-    // few were stored). Beyond 1 +- kMaxDrift after a re-take, nothing of the run is stored.
+    // few were stored).
     double drift = 1;
+    bool drifted = false;  // beyond 1 +- loop_max_drift even after a re-take: nothing of it stored
   };
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)

@@ -68,8 +68,6 @@ std::string program_text(const nlohmann::json& j) {
   return out + "\n}\n";
 }
 
-int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
-
 nlohmann::json buffer_json(int id, const char* kind, const Value& v) {
   return {{"id", id}, {"kind", kind}, {"name", v.name}, {"dtype", std::string(dtype_name(v.type.dtype))},
           {"shape", v.type.shape}, {"bytes", v.type.byte_size()}};
@@ -166,7 +164,7 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
     buffers.push_back(buffer_json(id, "weight", g.value(v)));
     buffers.back()["offset"] = blob.size();
     blob.append(reinterpret_cast<const char*>(t.raw()), t.nbytes());
-    blob.resize(static_cast<size_t>(align64(static_cast<int64_t>(blob.size()))), '\0');
+    blob.resize(static_cast<size_t>(align_up(static_cast<int64_t>(blob.size()), 64)), '\0');
     buffer_of[v] = id;
   }
   write_file_bytes((root / "weights.bin").string(), blob);

@@ -7,12 +7,6 @@
 
 namespace korch::runtime {
 
-namespace {
-
-int64_t align_up(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
-
-}  // namespace
-
 MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t alignment) {
   KORCH_CHECK(alignment > 0);
   MemoryPlan plan;

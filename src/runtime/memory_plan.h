@@ -23,6 +23,9 @@ namespace korch::runtime {
 
 constexpr int64_t kArenaAlignment = 64;
 
+// n rounded up to a multiple of a (a > 0).
+inline int64_t align_up(int64_t n, int64_t a = kArenaAlignment) { return (n + a - 1) / a * a; }
+
 struct BufferLifetime {
   int64_t bytes = 0;
   int first = 0;  // step that first writes it

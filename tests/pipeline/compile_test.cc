@@ -362,6 +362,7 @@ TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   CompileResult first = compile_model(g, dir_.string(), o);
   ASSERT_TRUE(first.loop.ran);
   EXPECT_EQ(first.loop.rounds.front().drift, 1);  // nothing stored to compare with yet
+  EXPECT_FALSE(first.loop.rounds.front().drifted);
   EXPECT_EQ(first.loop.unfused_drift, 1);           // the unfused plan ran in this compile
   ASSERT_GE(first.orchestration.plan.kernels.size(), 8u);
   const std::string stored = all_records(o.measured.db_path);
@@ -372,6 +373,7 @@ TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   ASSERT_TRUE(again.loop.ran);
   ASSERT_EQ(again.loop.rounds.size(), 1u);  // not solved again
   EXPECT_NE(again.loop.rounds.front().drift, 1);
+  EXPECT_TRUE(again.loop.rounds.front().drifted);
   // The unfused time stored by the first compile stands beside this run scaled by its drift.
   EXPECT_EQ(again.loop.unfused_measured, first.loop.unfused_measured);
   EXPECT_EQ(again.loop.unfused_drift, again.loop.rounds.front().drift);
