@@ -1,4 +1,5 @@
 #include "orchestrate/orchestrate.h"
+#include "orchestrate/rewrite_choice.h"
 
 #include <algorithm>
 #include <chrono>
@@ -78,9 +79,54 @@ void add_cycle_cut(const Graph& g, const std::vector<KernelCandidate>& candidate
 
 }  // namespace
 
+namespace {
+
+// The rows of rewrite choices (rewrite_choice.h): one y_s per site, the live rows relaxed by the
+// sites that remove a node or add it, kernels tied to their variant, overlapping sites exclusive.
+void add_site_rows(const RewriteSites& sites, const std::vector<KernelCandidate>& candidates,
+                   const std::vector<std::vector<int>>& covering, bool allow_recompute, OrchestrationBlp& m) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int s = 0; s < sites.count; ++s) {
+    m.site_var.push_back(m.blp.add_var(fmt::format("y{}", s), 0.0));
+    m.candidate_of_var.push_back(-1);
+  }
+  auto y = [&](int site) { return m.site_var[static_cast<size_t>(site)]; };
+  for (size_t id = 0; id < covering.size(); ++id) {
+    std::vector<std::pair<int, double>> terms;
+    for (int var : covering[id]) terms.emplace_back(var, 1.0);
+    const int added = sites.added_by[id];
+    if (added >= 0) {  // covered when (and, without recompute, once when) the site is chosen
+      terms.emplace_back(y(added), -1.0);
+      m.blp.add_row(fmt::format("live_{}", id), std::move(terms), 0, allow_recompute ? inf : 0.0);
+      continue;
+    }
+    for (int site : sites.removed_by[id]) terms.emplace_back(y(site), 1.0);
+    m.blp.add_row(fmt::format("live_{}", id), std::move(terms), 1, allow_recompute ? inf : 1.0);
+  }
+  for (size_t var = 0; var < m.candidate_of_var.size(); ++var) {
+    const int c = m.candidate_of_var[var];
+    if (c < 0) continue;
+    std::set<int> removes, adds;
+    for (NodeId id : candidates[static_cast<size_t>(c)].nodes) {
+      const int added = sites.added_by[static_cast<size_t>(id)];
+      if (added >= 0) adds.insert(added);
+      for (int site : sites.removed_by[static_cast<size_t>(id)]) removes.insert(site);
+    }
+    const int x = static_cast<int>(var);
+    for (int site : removes) m.blp.add_row(fmt::format("off_{}_{}", x, site), {{x, 1.0}, {y(site), 1.0}}, -inf, 1);
+    for (int site : adds) m.blp.add_row(fmt::format("on_{}_{}", x, site), {{x, 1.0}, {y(site), -1.0}}, -inf, 0);
+  }
+  for (const auto& [a, b] : sites.exclusive)
+    m.blp.add_row(fmt::format("sites_{}_{}", a, b), {{y(a), 1.0}, {y(b), 1.0}}, -inf, 1);
+}
+
+}  // namespace
+
 OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                                         const std::vector<double>& costs, bool allow_recompute) {
+                                         const std::vector<double>& costs, bool allow_recompute,
+                                         const RewriteSites* sites) {
   KORCH_CHECK(costs.size() == candidates.size());
+  KORCH_CHECK(!sites || (sites->removed_by.size() == g.nodes.size() && sites->added_by.size() == g.nodes.size()));
   OrchestrationBlp m;
   m.var_of_candidate.assign(candidates.size(), -1);
   m.writers.resize(g.values.size());
@@ -128,8 +174,12 @@ OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<Kerne
       m.blp.add_row(fmt::format("read_{}_{}", var, v), {{mv, 1.0}, {var, -1.0}}, 0, inf);
     }
   }
-  for (size_t id = 0; id < g.nodes.size(); ++id)
-    m.blp.add_row(fmt::format("live_{}", id), sum_of(covering[id]), 1, allow_recompute ? inf : 1.0);
+  if (!sites) {
+    for (size_t id = 0; id < g.nodes.size(); ++id)
+      m.blp.add_row(fmt::format("live_{}", id), sum_of(covering[id]), 1, allow_recompute ? inf : 1.0);
+  } else {
+    add_site_rows(*sites, candidates, covering, allow_recompute, m);
+  }
   // Need rows, one per edge p -> c through a value v that some kernel reads:
   //   m_v + sum(kernels containing both p and c) >= 1.
   // Valid: c is computed by some kernel; if none of those contains p, that kernel reads v, so v is
@@ -142,7 +192,9 @@ OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<Kerne
     const int mv = materialised[v];
     if (mv < 0) continue;
     const NodeId p = g.values[v].producer;
+    if (sites && (p < 0 || sites->added_by[static_cast<size_t>(p)] >= 0)) continue;  // P's edges only
     for (NodeId c : gi.consumers[v]) {
+      if (sites && sites->added_by[static_cast<size_t>(c)] >= 0) continue;
       std::vector<int> both;
       std::set_intersection(covering[static_cast<size_t>(p)].begin(), covering[static_cast<size_t>(p)].end(),
                             covering[static_cast<size_t>(c)].begin(), covering[static_cast<size_t>(c)].end(),
@@ -150,6 +202,13 @@ OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<Kerne
       if (both.size() == covering[static_cast<size_t>(c)].size()) continue;  // every kernel of c holds p
       auto terms = sum_of(both);
       terms.emplace_back(mv, 1.0);
+      // With rewrite choices, only while no site that removes p or c is chosen: such a site may
+      // leave c uncomputed, or write v by another node, in c's kernel.
+      if (sites) {
+        std::set<int> off(sites->removed_by[static_cast<size_t>(c)].begin(), sites->removed_by[static_cast<size_t>(c)].end());
+        off.insert(sites->removed_by[static_cast<size_t>(p)].begin(), sites->removed_by[static_cast<size_t>(p)].end());
+        for (int site : off) terms.emplace_back(m.site_var[static_cast<size_t>(site)], 1.0);
+      }
       m.blp.add_row(fmt::format("need_{}_{}", v, c), std::move(terms), 1, inf);
     }
   }
@@ -179,7 +238,7 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
                            double abs_gap, const std::function<void(const std::string&)>& say) {
   const auto t0 = std::chrono::steady_clock::now();
   Selection sel;
-  OrchestrationBlp m = build_orchestration_blp(g, candidates, scaled, options.allow_recompute);
+  OrchestrationBlp m = build_orchestration_blp(g, candidates, scaled, options.allow_recompute, options.rewrite_sites);
   sel.variables = m.blp.num_vars();
 
   // Warm start: the no-recompute optimum when the state search finishes, else one kernel per
@@ -218,8 +277,9 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
   if (warm_kernels.empty()) {
     sel.warm_start = "one kernel per primitive";
     for (size_t i = 0; i < candidates.size(); ++i)
-      if (candidates[i].nodes.size() == 1 && !candidates[i].minimal_outputs && m.var_of_candidate[i] >= 0)
-        warm_kernels.push_back(static_cast<int>(i));
+      if (candidates[i].nodes.size() == 1 && !candidates[i].minimal_outputs && m.var_of_candidate[i] >= 0 &&
+          (!options.rewrite_sites || options.rewrite_sites->added_by[static_cast<size_t>(candidates[i].nodes[0])] < 0))
+        warm_kernels.push_back(static_cast<int>(i));  // (with rewrite choices: no site chosen)
   }
   std::vector<double> warm(static_cast<size_t>(m.blp.num_vars()), 0.0);
   for (int c : warm_kernels) {
@@ -412,12 +472,17 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     whole.split_regions = false;  // the arena is the whole plan's
     whole.dp_state_limit = 0;     // the state search knows nothing of memory
   }
+  if (options.rewrite_sites) {  // (rewrite_choice.h)
+    whole.split_regions = false;  // regions do not know the sites
+    whole.dp_state_limit = 0;     // nor does the state search
+  }
   // The state searches see the same candidates.
   std::vector<double> searched(costs);
   for (size_t i = 0; i < costs.size(); ++i)
     if (!std::isfinite(scaled[i])) searched[i] = scaled[i];
   if (!options.dump_blp_path.empty())
-    write_lp(options.dump_blp_path, build_orchestration_blp(g, candidates, scaled, options.allow_recompute).blp);
+    write_lp(options.dump_blp_path,
+             build_orchestration_blp(g, candidates, scaled, options.allow_recompute, options.rewrite_sites).blp);
 
   std::vector<bool> usable(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i)
@@ -535,6 +600,7 @@ OrchestrateResult reorchestrate(const Graph& g, OrchestrateResult previous, Cost
                                 const OrchestrateOptions& options) {
   OrchestrateResult out;
   out.candidates = std::move(previous.candidates);
+  out.rewrites = std::move(previous.rewrites);
   out.enumerate_s = 0;
   return select_with_costs(g, std::move(out), provider, options, false);
 }

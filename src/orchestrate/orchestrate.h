@@ -50,6 +50,8 @@
 
 namespace korch {
 
+struct RewriteSites;  // rewrite_choice.h
+
 struct OrchestrateOptions {
   CandidateOptions candidates;
   bool allow_recompute = true;
@@ -66,6 +68,11 @@ struct OrchestrateOptions {
   // bytes; -1: none. See select_kernels.
   int64_t memory_budget = -1;
   int max_memory_cuts = 200;  // plans over the budget excluded before giving up
+  // Set by orchestrate_with_rewrites (rewrite_choice.h): the graph is its union of rewrite
+  // variants, and the program gets a choice variable per site. Solved whole, without state search.
+  const RewriteSites* rewrite_sites = nullptr;
+  // orchestrate_with_rewrites: offer find_alternatives' rewrites as choices (compile's default).
+  bool rewrite_choices = false;
 };
 
 // The BLP for a candidate list and its costs, with the variable -> candidate map.
@@ -75,9 +82,11 @@ struct OrchestrationBlp {
   std::vector<int> var_of_candidate;  // -1 when the candidate takes no part
   std::vector<std::vector<int>> writers;  // per value: vars whose kernel writes it
   std::vector<int> materialised;          // per value: its m_v variable, -1 if no kernel reads it
+  std::vector<int> site_var;              // per rewrite site: its y_s variable (rewrite_choice.h)
 };
 OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                                         const std::vector<double>& costs, bool allow_recompute);
+                                         const std::vector<double>& costs, bool allow_recompute,
+                                         const RewriteSites* sites = nullptr);
 
 struct Selection {
   std::vector<int> order;   // selected candidates in execution order
@@ -97,6 +106,25 @@ struct Selection {
 Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& candidates,
                          const std::vector<double>& costs, const OrchestrateOptions& options);
 
+// What orchestrate_with_rewrites (rewrite_choice.h) offered and chose; empty when nothing was offered.
+struct RewriteReport {
+  struct Site {
+    std::string rule, description;
+    std::vector<std::string> nodes;  // the nodes it replaces
+  };
+  std::vector<Site> offered;
+  std::vector<int> chosen;      // indices into offered
+  int variant_graphs = 0;       // graphs whose candidates entered the program
+  bool exhaustive = false;      // every combination of compatible sites among them
+  int64_t candidates = 0;       // candidates of the program (over all variants)
+  std::vector<std::string> skipped;  // variant graphs left out, with why
+  double objective = 0;         // the program's plan (seconds), before P*'s own solve
+  SolveStatus status = SolveStatus::kOptimal;
+  // Per chosen site: how much slower the best plan without it is (seconds; the program solved
+  // again with that site's kernels left out); NaN where the time for these solves ran out.
+  std::vector<double> saved;
+};
+
 struct OrchestrateResult {
   CandidateSet candidates;
   CostTable costs;
@@ -106,6 +134,7 @@ struct OrchestrateResult {
   KernelPlan plan;
   double unfused_seconds = 0;  // one kernel per primitive (each singleton with all its outputs)
   GreedyFusion greedy;         // the rule-based fuser's plan on the same costs (greedy_fusion.h)
+  RewriteReport rewrites;      // the rewrites offered and chosen (rewrite_choice.h)
   double enumerate_s = 0, cost_s = 0, select_s = 0;
 };
 OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const OrchestrateOptions& options);

@@ -177,16 +177,19 @@ std::string run_noise(const InModelRun& run) {
 }
 
 // How the whole run compares with the in-model times already stored for its kernels: the median
-// of measured / stored over the plan's kernels that have one. 1 when too few have (under half the
-// plan, or under 8 kernels: a first run has nothing to compare with). Kernels move against each
-// other by their neighbours and their data, but when the median moves, the machine does: the same
-// kernels in the same plan ran uniformly slower (or faster) than when their times were stored.
+// of measured / stored over the plan's kernels of 5 us or more that have one. 1 when too few have
+// (under half the plan, or under 8 kernels: a first run has nothing to compare with). Kernels move
+// against each other by their neighbours and their data, but when the median moves, the machine
+// does: the same kernels in the same plan ran uniformly slower (or faster) than when their times
+// were stored. Shorter kernels do not count: their jitter is the timer's and the caches', not the
+// machine's state (tiny_convnet's 1-2 us kernels once "drifted" +8% beside other tests in CI).
 double run_drift(const CompileResult& r, const InModelRun& run, const InModelCosts& in_model) {
+  constexpr double kShortest = 5e-6;
   std::vector<double> ratios;
   const size_t n = std::min(r.orchestration.plan.kernels.size(), run.step_seconds.size());
   for (size_t i = 0; i < n; ++i) {
     const double cost = r.orchestration.plan.kernels[i].seconds;
-    if (in_model.has(candidate_of(r, i)) && cost > 0) ratios.push_back(run.step_seconds[i] / cost);
+    if (in_model.has(candidate_of(r, i)) && cost >= kShortest) ratios.push_back(run.step_seconds[i] / cost);
   }
   if (ratios.size() < 8 || 2 * ratios.size() < n) return 1;
   std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());

@@ -270,9 +270,11 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   CompileOptions o;
   o.model_name = "tiny_convnet";
   o.measured.db_path = (dir_.string() + ".db");
-  // The loop's mechanics, not its noise check (NoisyInModelRuns... below): beside other tests a
-  // run may be noisy, and a noisy run stores nothing for the second compile to load.
+  // The loop's mechanics, not its noise and drift checks (NoisyInModelRuns..., AnInModelRunOnA
+  // DriftingMachine... below): beside other tests a run may be noisy or drift (this model's kernels
+  // take microseconds), and such a run stores nothing for the second compile to load.
   o.loop_max_spread = 1e9;
+  o.loop_max_drift = 1e9;
   CompileResult r = compile_model(g, dir_.string(), o);
   ASSERT_TRUE(r.loop.ran);
   ASSERT_FALSE(r.loop.rounds.empty());
@@ -308,6 +310,7 @@ TEST_F(CompileModel, NoisyInModelRunsAreNotStoredAsWholePlanTimes) {
   o.model_name = "two_matmuls";
   o.measured.db_path = (dir_.string() + ".db");
   o.loop_max_spread = 0;  // every run's spread is above it
+  o.loop_max_drift = 1e9;  // the noise check, not the drift check
   o.loop_rounds = 1;
   CompileResult r = compile_model(g, dir_.string(), o);
   ASSERT_TRUE(r.loop.ran);

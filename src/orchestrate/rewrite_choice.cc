@@ -1,0 +1,443 @@
+#include "orchestrate/rewrite_choice.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "rewrite/alternatives.h"
+#include "support/error.h"
+
+namespace korch {
+
+namespace {
+
+std::string value_name(const Graph& g, ValueId v) { return v == kNoValue ? std::string() : g.value(v).name; }
+
+// Same op, attributes, and inputs and outputs by name.
+bool same_node(const Graph& a, const Node& x, const Graph& b, const Node& y) {
+  if (x.op_type != y.op_type || x.domain != y.domain || x.inputs.size() != y.inputs.size() ||
+      x.outputs.size() != y.outputs.size() || !(x.attrs == y.attrs))
+    return false;
+  for (size_t i = 0; i < x.inputs.size(); ++i)
+    if (value_name(a, x.inputs[i]) != value_name(b, y.inputs[i])) return false;
+  for (size_t i = 0; i < x.outputs.size(); ++i)
+    if (value_name(a, x.outputs[i]) != value_name(b, y.outputs[i])) return false;
+  return true;
+}
+
+// The site a canonical node name belongs to ("alt<s>/..."), or -1.
+int site_of(const std::string& name) {
+  if (name.rfind("alt", 0) != 0) return -1;
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos || slash == 3) return -1;
+  int s = 0;
+  for (size_t i = 3; i < slash; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    s = s * 10 + (name[i] - '0');
+  }
+  return s;
+}
+
+// `base` with alternative `alt` (site s) applied; nullopt when it does not apply there. The values
+// that replace the site's outputs take the old names back (so the nodes after the site read what
+// they read before), and everything else the rewrite made is named "alt<s>/...", in graph order.
+std::optional<Graph> apply_site(const Graph& base, const Alternative& alt, int s) {
+  Graph h = base;
+  try {
+    alt.apply(h);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  std::unordered_map<std::string, NodeId> base_node;
+  for (size_t i = 0; i < base.nodes.size(); ++i) base_node.emplace(base.nodes[i].name, static_cast<NodeId>(i));
+  std::unordered_set<std::string> base_value, names;
+  for (const Value& v : base.values) base_value.insert(v.name);
+  for (const Value& v : h.values) names.insert(v.name);
+  for (const Node& n : h.nodes) {
+    auto it = base_node.find(n.name);
+    if (it == base_node.end()) continue;
+    const Node& o = base.nodes[static_cast<size_t>(it->second)];
+    if (o.inputs.size() != n.inputs.size()) continue;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] == kNoValue || o.inputs[i] == kNoValue) continue;
+      std::string& now = h.value(n.inputs[i]).name;
+      const std::string& was = base.value(o.inputs[i]).name;
+      if (now == was || base_value.count(now) || names.count(was)) continue;
+      names.erase(now);
+      now = was;
+      names.insert(was);
+    }
+  }
+  int k = 0;
+  for (Node& n : h.nodes) {
+    auto it = base_node.find(n.name);
+    if (it != base_node.end() && same_node(h, n, base, base.nodes[static_cast<size_t>(it->second)])) continue;
+    n.name = fmt::format("alt{}/{}{}", s, n.op_type, k++);
+  }
+  int v = 0;
+  for (Value& val : h.values)
+    if (!base_value.count(val.name)) val.name = fmt::format("alt{}/v{}", s, v++);
+  return h;
+}
+
+// The nodes of `p` that `v` no longer has.
+std::set<std::string> removed_nodes(const Graph& p, const Graph& v) {
+  std::unordered_set<std::string> in_v;
+  for (const Node& n : v.nodes) in_v.insert(n.name);
+  std::set<std::string> out;
+  for (const Node& n : p.nodes)
+    if (!in_v.count(n.name)) out.insert(n.name);
+  return out;
+}
+
+// Whether a graph with `sites` applied is what their single applications say: each added node as
+// in its site's own variant, and exactly the union of their removed nodes gone.
+bool consistent(const Graph& p, const Graph& v, const std::vector<int>& sites,
+                const std::vector<std::optional<Graph>>& single, const std::vector<std::set<std::string>>& removed) {
+  std::set<std::string> gone;
+  for (int s : sites) gone.insert(removed[static_cast<size_t>(s)].begin(), removed[static_cast<size_t>(s)].end());
+  if (removed_nodes(p, v) != gone) return false;
+  std::vector<std::unordered_map<std::string, const Node*>> by_name(single.size());
+  for (const Node& n : v.nodes) {
+    const int s = site_of(n.name);
+    if (s < 0) continue;
+    if (std::find(sites.begin(), sites.end(), s) == sites.end()) return false;
+    const Graph& own = *single[static_cast<size_t>(s)];
+    if (by_name[static_cast<size_t>(s)].empty())
+      for (const Node& m : own.nodes) by_name[static_cast<size_t>(s)].emplace(m.name, &m);
+    auto it = by_name[static_cast<size_t>(s)].find(n.name);
+    if (it == by_name[static_cast<size_t>(s)].end() || !same_node(v, n, own, *it->second)) return false;
+  }
+  return true;
+}
+
+// Sites `sites` applied to `p` one after another; nullopt when one does not apply or the result is
+// not consistent().
+std::optional<Graph> apply_sites(const Graph& p, const std::vector<int>& sites, const std::vector<Alternative>& alts,
+                                 const std::vector<std::optional<Graph>>& single,
+                                 const std::vector<std::set<std::string>>& removed) {
+  std::optional<Graph> g = p;
+  for (int s : sites) {
+    g = apply_site(*g, alts[static_cast<size_t>(s)], s);
+    if (!g) return std::nullopt;
+  }
+  if (!consistent(p, *g, sites, single, removed)) return std::nullopt;
+  return g;
+}
+
+// A candidate by name: its nodes and its outputs (what the program and the cost cache key on).
+std::string candidate_key(const Graph& g, const KernelCandidate& c) {
+  std::vector<std::string> nodes, outputs;
+  for (NodeId n : c.nodes) nodes.push_back(g.nodes[static_cast<size_t>(n)].name);
+  for (ValueId v : c.outputs) outputs.push_back(g.value(v).name);
+  std::sort(nodes.begin(), nodes.end());
+  std::sort(outputs.begin(), outputs.end());
+  return fmt::format("{}|{}", fmt::join(nodes, ","), fmt::join(outputs, ","));
+}
+
+// Costs already asked for (by candidate_key), answered again without the provider; the rest from it.
+class KnownCosts : public CostProvider {
+ public:
+  KnownCosts(CostProvider& inner, std::map<std::string, KernelCost> known) : inner_(inner), known_(std::move(known)) {}
+  std::string name() const override { return inner_.name(); }
+  void prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) override {
+    std::vector<KernelCandidate> unknown;
+    for (const KernelCandidate& c : candidates)
+      if (!known_.count(candidate_key(g, c))) unknown.push_back(c);
+    if (!unknown.empty()) inner_.prepare(g, unknown);
+  }
+  KernelCost cost(const Graph& g, const KernelCandidate& c) override {
+    auto it = known_.find(candidate_key(g, c));
+    return it != known_.end() ? it->second : inner_.cost(g, c);
+  }
+
+ private:
+  CostProvider& inner_;
+  std::map<std::string, KernelCost> known_;
+};
+
+// The union graph U of the variants (rewrite_choice.h), topologically sorted with every writer of
+// a value before its readers; a value written in several variants keeps P's producer.
+Graph union_graph(const Graph& p, const std::vector<Graph>& variants) {
+  Graph u = p;
+  std::unordered_map<std::string, ValueId> value_id;
+  std::unordered_set<std::string> node_names;
+  for (size_t i = 0; i < u.values.size(); ++i) value_id.emplace(u.values[i].name, static_cast<ValueId>(i));
+  for (const Node& n : u.nodes) node_names.insert(n.name);
+  for (const Graph& v : variants) {
+    auto map_value = [&](ValueId id) {
+      if (id == kNoValue) return kNoValue;
+      const Value& val = v.value(id);
+      auto [it, fresh] = value_id.emplace(val.name, static_cast<ValueId>(u.values.size()));
+      if (fresh) {
+        Value copy = val;
+        copy.producer = -1;
+        u.values.push_back(std::move(copy));
+      }
+      return it->second;
+    };
+    for (const Node& n : v.nodes) {
+      if (!node_names.insert(n.name).second) continue;
+      Node copy = n;
+      for (ValueId& id : copy.inputs) id = map_value(id);
+      for (ValueId& id : copy.outputs) id = map_value(id);
+      u.nodes.push_back(std::move(copy));
+    }
+  }
+  // Kahn's algorithm over every writer of each value (lowest index first: P keeps its order).
+  std::vector<std::vector<NodeId>> writers(u.values.size());
+  for (size_t i = 0; i < u.nodes.size(); ++i)
+    for (ValueId o : u.nodes[i].outputs)
+      if (o != kNoValue) writers[static_cast<size_t>(o)].push_back(static_cast<NodeId>(i));
+  std::vector<int> indeg(u.nodes.size(), 0);
+  std::vector<std::vector<NodeId>> succ(u.nodes.size());
+  for (size_t i = 0; i < u.nodes.size(); ++i)
+    for (ValueId in : u.nodes[i].inputs)
+      if (in != kNoValue)
+        for (NodeId w : writers[static_cast<size_t>(in)]) {
+          ++indeg[i];
+          succ[static_cast<size_t>(w)].push_back(static_cast<NodeId>(i));
+        }
+  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
+  for (size_t i = 0; i < u.nodes.size(); ++i)
+    if (indeg[i] == 0) ready.push(static_cast<NodeId>(i));
+  std::vector<Node> sorted;
+  while (!ready.empty()) {
+    const NodeId n = ready.top();
+    ready.pop();
+    sorted.push_back(u.nodes[static_cast<size_t>(n)]);
+    for (NodeId s : succ[static_cast<size_t>(n)])
+      if (--indeg[static_cast<size_t>(s)] == 0) ready.push(s);
+  }
+  KORCH_CHECK(sorted.size() == u.nodes.size(), "the union of the rewrite variants has a cycle");
+  u.nodes = std::move(sorted);
+  for (Value& val : u.values)
+    if (!val.is_constant()) val.producer = -1;
+  for (size_t i = 0; i < u.nodes.size(); ++i)
+    for (ValueId o : u.nodes[i].outputs)
+      if (o != kNoValue && (u.value(o).producer < 0 || site_of(u.nodes[i].name) < 0))
+        u.value(o).producer = static_cast<NodeId>(i);
+  return u;
+}
+
+// `c` of graph `g` in the ids of `u` (names identify nodes and values across the variants).
+KernelCandidate translate(const Graph& g, const KernelCandidate& c, const std::unordered_map<std::string, NodeId>& node_id,
+                          const std::unordered_map<std::string, ValueId>& value_id) {
+  KernelCandidate t = c;
+  for (NodeId& n : t.nodes) n = node_id.at(g.nodes[static_cast<size_t>(n)].name);
+  for (ValueId& v : t.inputs) v = value_id.at(g.value(v).name);
+  for (ValueId& v : t.outputs) v = value_id.at(g.value(v).name);
+  std::sort(t.nodes.begin(), t.nodes.end());
+  std::sort(t.outputs.begin(), t.outputs.end());
+  return t;
+}
+
+}  // namespace
+
+RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& provider,
+                                              const OrchestrateOptions& options) {
+  auto say = [&](const std::string& s) {
+    if (options.progress) options.progress(s);
+  };
+  RewriteChoiceResult out;
+  const std::vector<Alternative> alts = options.rewrite_choices ? find_alternatives(p) : std::vector<Alternative>{};
+  for (const Alternative& a : alts) out.result.rewrites.offered.push_back({a.rule, a.description, a.nodes});
+  if (alts.empty()) {
+    out.graph = p;
+    out.result = orchestrate(p, provider, options);
+    return out;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const int n = static_cast<int>(alts.size());
+  std::vector<std::optional<Graph>> single(alts.size());
+  std::vector<std::set<std::string>> removed(alts.size());
+  std::vector<int> applicable;
+  for (int s = 0; s < n; ++s) {
+    single[static_cast<size_t>(s)] = apply_site(p, alts[static_cast<size_t>(s)], s);
+    if (!single[static_cast<size_t>(s)]) {
+      out.result.rewrites.skipped.push_back(fmt::format("{} ({}): does not apply", alts[static_cast<size_t>(s)].rule,
+                                                 alts[static_cast<size_t>(s)].description));
+      continue;
+    }
+    removed[static_cast<size_t>(s)] = removed_nodes(p, *single[static_cast<size_t>(s)]);
+    applicable.push_back(s);
+  }
+  // Two sites are compatible when they replace no node in common and apply together as they
+  // apply alone. Sites far apart (no value in common among what they read and write) are
+  // compatible without the trial.
+  auto boundary = [&](int s) {
+    std::set<std::string> vals;
+    for (const Node& node : p.nodes)
+      if (removed[static_cast<size_t>(s)].count(node.name)) {
+        for (ValueId v : node.inputs)
+          if (v != kNoValue) vals.insert(p.value(v).name);
+        for (ValueId v : node.outputs)
+          if (v != kNoValue) vals.insert(p.value(v).name);
+      }
+    return vals;
+  };
+  std::vector<std::set<std::string>> touches(alts.size());
+  for (int s : applicable) touches[static_cast<size_t>(s)] = boundary(s);
+  auto intersects = [](const std::set<std::string>& a, const std::set<std::string>& b) {
+    for (const std::string& x : a)
+      if (b.count(x)) return true;
+    return false;
+  };
+  std::set<std::pair<int, int>> incompatible;
+  for (size_t i = 0; i < applicable.size(); ++i)
+    for (size_t j = i + 1; j < applicable.size(); ++j) {
+      const int s = applicable[i], t = applicable[j];
+      bool ok = !intersects(removed[static_cast<size_t>(s)], removed[static_cast<size_t>(t)]);
+      if (ok && intersects(touches[static_cast<size_t>(s)], touches[static_cast<size_t>(t)]))
+        ok = apply_sites(p, {s, t}, alts, single, removed).has_value();
+      if (!ok) incompatible.insert({s, t});
+    }
+  auto compatible_with = [&](const std::vector<int>& set, int t) {
+    for (int s : set)
+      if (incompatible.count({std::min(s, t), std::max(s, t)})) return false;
+    return true;
+  };
+
+  // The variant graphs: every compatible combination when few, else layers.
+  std::vector<std::vector<int>> combos;
+  if (static_cast<int>(applicable.size()) <= kMaxExhaustiveSites) {
+    out.result.rewrites.exhaustive = true;
+    for (uint32_t mask = 1; mask < (1u << applicable.size()); ++mask) {
+      std::vector<int> set;
+      bool ok = true;
+      for (size_t i = 0; i < applicable.size() && ok; ++i)
+        if (mask & (1u << i)) {
+          ok = compatible_with(set, applicable[i]);
+          set.push_back(applicable[i]);
+        }
+      if (ok) combos.push_back(set);
+    }
+  } else {
+    std::vector<int> rest = applicable;
+    while (!rest.empty()) {
+      std::vector<int> layer, next;
+      for (int t : rest) (compatible_with(layer, t) ? layer : next).push_back(t);
+      combos.push_back(layer);
+      rest = std::move(next);
+    }
+  }
+  std::vector<Graph> variants;
+  std::vector<std::vector<int>> variant_sites;
+  for (const std::vector<int>& set : combos) {
+    std::optional<Graph> g =
+        set.size() == 1 ? single[static_cast<size_t>(set[0])] : apply_sites(p, set, alts, single, removed);
+    if (!g) {
+      out.result.rewrites.skipped.push_back(fmt::format("sites {} together: do not apply as they apply alone", fmt::join(set, ",")));
+      continue;
+    }
+    variants.push_back(std::move(*g));
+    variant_sites.push_back(set);
+  }
+  out.result.rewrites.variant_graphs = 1 + static_cast<int>(variants.size());
+
+  // The union graph, its sites, and every variant's candidates in its ids.
+  const Graph u = union_graph(p, variants);
+  std::unordered_map<std::string, NodeId> node_id;
+  std::unordered_map<std::string, ValueId> value_id;
+  for (size_t i = 0; i < u.nodes.size(); ++i) node_id.emplace(u.nodes[i].name, static_cast<NodeId>(i));
+  for (size_t i = 0; i < u.values.size(); ++i) value_id.emplace(u.values[i].name, static_cast<ValueId>(i));
+  RewriteSites sites;
+  sites.count = n;
+  sites.removed_by.resize(u.nodes.size());
+  sites.added_by.assign(u.nodes.size(), -1);
+  for (size_t i = 0; i < u.nodes.size(); ++i) sites.added_by[i] = site_of(u.nodes[i].name);
+  for (int s : applicable)
+    for (const std::string& name : removed[static_cast<size_t>(s)])
+      sites.removed_by[static_cast<size_t>(node_id.at(name))].push_back(s);
+  sites.exclusive.assign(incompatible.begin(), incompatible.end());
+
+  std::vector<KernelCandidate> cands;
+  std::vector<double> seconds;
+  std::map<std::string, KernelCost> known;  // by candidate_key, for P*'s candidates below
+  std::set<std::pair<std::vector<NodeId>, std::vector<ValueId>>> seen;
+  const std::vector<const Graph*> graphs = [&] {
+    std::vector<const Graph*> gs{&p};
+    for (const Graph& v : variants) gs.push_back(&v);
+    return gs;
+  }();
+  for (const Graph* g : graphs) {
+    const CandidateSet cs = enumerate_candidates(*g, options.candidates);
+    std::vector<KernelCandidate> fresh;
+    for (const KernelCandidate& c : cs.candidates) {
+      KernelCandidate t = translate(*g, c, node_id, value_id);
+      if (seen.insert({t.nodes, t.outputs}).second) {
+        fresh.push_back(c);
+        cands.push_back(std::move(t));
+      }
+    }
+    const CostTable costs = fill_cost_table(*g, fresh, provider);
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      seconds.push_back(costs.costs[i].seconds);
+      known.emplace(candidate_key(*g, fresh[i]), costs.costs[i]);
+    }
+  }
+  out.result.rewrites.candidates = static_cast<int64_t>(cands.size());
+  say(fmt::format("rewrite choices: {} sites offered ({} apply), {} variant graphs{}, {} candidate kernels over "
+                  "them ({:.2f} s)",
+                  n, applicable.size(), out.result.rewrites.variant_graphs,
+                  out.result.rewrites.exhaustive ? " (every combination)" : " (layers)", cands.size(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+
+  OrchestrateOptions with_sites = options;
+  with_sites.rewrite_sites = &sites;
+  const Selection sel = select_kernels(u, cands, seconds, with_sites);
+  out.result.rewrites.objective = sel.objective;
+  out.result.rewrites.status = sel.solve.status;
+  std::set<int> chosen;
+  for (int k : sel.order)
+    for (NodeId id : cands[static_cast<size_t>(k)].nodes)
+      if (sites.added_by[static_cast<size_t>(id)] >= 0) chosen.insert(sites.added_by[static_cast<size_t>(id)]);
+  out.result.rewrites.chosen.assign(chosen.begin(), chosen.end());
+  // What each choice saved: the program again without that site's kernels, while the time lasts
+  // (as long as the first solve took, and at least a second, in all).
+  const double first_solve = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto t_saved = std::chrono::steady_clock::now();
+  for (int s : out.result.rewrites.chosen) {
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_saved).count();
+    if (spent > std::max(1.0, first_solve)) {
+      out.result.rewrites.saved.push_back(std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
+    std::vector<double> without = seconds;
+    for (size_t k = 0; k < cands.size(); ++k)
+      for (NodeId id : cands[k].nodes)
+        if (sites.added_by[static_cast<size_t>(id)] == s) without[k] = std::numeric_limits<double>::infinity();
+    OrchestrateOptions quiet = with_sites;
+    quiet.progress = nullptr;
+    quiet.time_limit_s = std::max(1.0, std::max(1.0, first_solve) - spent);
+    try {
+      out.result.rewrites.saved.push_back(select_kernels(u, cands, without, quiet).objective - sel.objective);
+    } catch (const Error&) {
+      out.result.rewrites.saved.push_back(std::numeric_limits<double>::quiet_NaN());
+    }
+  }
+  std::optional<Graph> best = apply_sites(p, out.result.rewrites.chosen, alts, single, removed);
+  KORCH_CHECK(best.has_value(), "the chosen rewrites {} do not apply together", fmt::join(out.result.rewrites.chosen, ","));
+  say(fmt::format("rewrite choices: {} of {} sites chosen (plan {:.6g} us over all variants)", chosen.size(), n,
+                  sel.objective * 1e6));
+
+  // The plan on P* itself: its own candidates (the selected ones among them), costs answered from
+  // what was asked above, so the rest of the pipeline sees one graph.
+  out.graph = std::move(*best);
+  KnownCosts again(provider, std::move(known));
+  RewriteReport report = std::move(out.result.rewrites);
+  out.result = orchestrate(out.graph, again, options);
+  out.result.rewrites = std::move(report);
+  return out;
+}
+
+}  // namespace korch

@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frontend/builtin_models.h"
+#include "frontend/onnx_loader.h"
+#include "ir/interpreter.h"
+#include "ir/random.h"
+#include "ir/tensor_compare.h"
+#include "orchestrate/analytic_cost.h"
+#include "orchestrate/rewrite_choice.h"
+#include "pipeline/pipeline.h"
+#include "rewrite/alternatives.h"
+#include "support/error.h"
+
+namespace korch {
+namespace {
+
+Graph primitives_of(const std::string& builtin) {
+  return lower_to_primitives(load_onnx_bytes(builtin_model_bytes(builtin), builtin + ".onnx"));
+}
+
+// The cheapest plan over every combination of the graph's alternatives, each combination applied
+// with Alternative::apply and solved on its own (overlapping sites do not apply together: skipped).
+double brute_force(const Graph& p, CostProvider& cost, const OrchestrateOptions& o, int* combinations) {
+  const std::vector<Alternative> alts = find_alternatives(p);
+  double best = std::numeric_limits<double>::infinity();
+  *combinations = 0;
+  for (uint32_t mask = 0; mask < (1u << alts.size()); ++mask) {
+    Graph g = p;
+    try {
+      for (size_t i = 0; i < alts.size(); ++i)
+        if (mask & (1u << i)) alts[i].apply(g);
+    } catch (const Error&) {
+      continue;
+    }
+    ++*combinations;
+    best = std::min(best, orchestrate(g, cost, o).selection.objective);
+  }
+  return best;
+}
+
+// The choice in one program equals the best of solving each variant combination separately: on
+// the built-in transformer (five sites of four rules, two of them overlapping), with two cost
+// models and with and without recompute.
+TEST(RewriteChoice, MatchesBruteForceOverVariantCombinations) {
+  const Graph p = primitives_of("tiny_transformer");
+  ASSERT_EQ(find_alternatives(p).size(), 5u);
+  int differs = 0;
+  for (const DeviceSpec& spec : {cpu_spec(), h200_spec()})
+    for (bool recompute : {true, false}) {
+      AnalyticCost cost(spec);
+      OrchestrateOptions o;
+      o.rel_gap = 0;
+      o.allow_recompute = recompute;
+      int combinations = 0;
+      const double want = brute_force(p, cost, o, &combinations);
+      EXPECT_GT(combinations, 8);  // most combinations apply
+      o.rewrite_choices = true;
+      const RewriteChoiceResult r = orchestrate_with_rewrites(p, cost, o);
+      EXPECT_TRUE(r.result.rewrites.exhaustive);
+      EXPECT_EQ(r.result.rewrites.offered.size(), 5u);
+      EXPECT_NEAR(r.result.rewrites.objective, want, 1e-9 * want) << spec.name << " recompute " << recompute;
+      EXPECT_NEAR(r.result.selection.objective, want, 1e-9 * want) << spec.name << " recompute " << recompute;
+      const double plain = orchestrate(p, cost, o).selection.objective;
+      EXPECT_LE(want, plain * (1 + 1e-12));
+      if (want < plain * (1 - 1e-9)) {
+        ++differs;
+        EXPECT_FALSE(r.result.rewrites.chosen.empty());
+      }
+      // What each chosen site saved: the best plan without it is no faster.
+      ASSERT_EQ(r.result.rewrites.saved.size(), r.result.rewrites.chosen.size());
+      for (double saved : r.result.rewrites.saved) EXPECT_GE(saved, -1e-12 * want);
+      // The rewritten graph computes what the model computes.
+      const std::vector<Tensor> in = random_inputs(p, 5);
+      const std::vector<Tensor> a = interpret(p, in), b = interpret(r.graph, in);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel_l2_error(b[i], a[i]), 1e-5);
+    }
+  EXPECT_GT(differs, 0) << "no cost model made a rewrite pay: the test would not see a wrong choice";
+}
+
+// Without alternatives (or with choices off) the result is plain orchestration on the same graph.
+TEST(RewriteChoice, NoSitesIsPlainOrchestration) {
+  const Graph p = primitives_of("tiny_convnet");
+  AnalyticCost cost(cpu_spec());
+  OrchestrateOptions o;
+  o.rewrite_choices = true;
+  const RewriteChoiceResult r = orchestrate_with_rewrites(p, cost, o);
+  EXPECT_TRUE(r.result.rewrites.chosen.empty());
+  EXPECT_EQ(r.graph.nodes.size(), p.nodes.size());
+  EXPECT_DOUBLE_EQ(r.result.selection.objective, orchestrate(p, cost, o).selection.objective);
+}
+
+}  // namespace
+}  // namespace korch
