@@ -153,6 +153,7 @@ struct CompileArgs {
   int max_kernel_size = 8;
   int64_t memory_budget = -1;  // bytes; -1: none
   bool recompute = true, verify = true, close_loop = true, unfused = false, progress = false;
+  bool rewrite_choices = true;
 };
 
 py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, const py::object& log) {
@@ -170,6 +171,7 @@ py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, c
   o.orchestrate.candidates.offer_minimal_outputs = a.recompute;
   o.orchestrate.allow_recompute = a.recompute;
   o.orchestrate.memory_budget = a.memory_budget;
+  o.orchestrate.rewrite_choices = a.rewrite_choices;
   o.measured.db_path = a.tuning_db;
   o.measured.progress = a.progress;
   o.verify = a.verify;
@@ -235,6 +237,7 @@ PYBIND11_MODULE(_core, mod) {
       .def_readwrite("gap", &CompileArgs::gap)
       .def_readwrite("max_kernel_size", &CompileArgs::max_kernel_size)
       .def_readwrite("memory_budget", &CompileArgs::memory_budget)
+      .def_readwrite("rewrite_choices", &CompileArgs::rewrite_choices)
       .def_readwrite("recompute", &CompileArgs::recompute)
       .def_readwrite("verify", &CompileArgs::verify)
       .def_readwrite("close_loop", &CompileArgs::close_loop)

@@ -104,6 +104,7 @@ Command add_explain(CLI::App& app) {
                  {"infeasible", cand.at("infeasible")},
                  {"infeasible_reasons", cand.at("infeasible_reasons")},
                  {"rejected", cand.at("rejected")}}},
+               {"rewrites", j.value("rewrites", nlohmann::json())},
                {"kernels", kernels_json(ks, order, plan_s)}});
         return 0;
       }
@@ -134,6 +135,18 @@ Command add_explain(CLI::App& app) {
       };
       print_reasons(cand.at("infeasible_reasons"), "not emittable");
       print_reasons(cand.at("rejected"), "growth steps pruned");
+      if (j.contains("rewrites") && j.at("rewrites").at("offered").get<int64_t>() > 0) {
+        const auto& rw = j.at("rewrites");
+        fmt::print("  rewrites: {} of {} sites chosen ({} variant graphs{})\n", rw.at("chosen").size(),
+                   rw.at("offered").get<int64_t>(), rw.at("variant_graphs").get<int64_t>(),
+                   rw.at("every_combination").get<bool>() ? ", every combination" : "");
+        for (const auto& c : rw.at("chosen"))
+          fmt::print("    {:<22} at {}: {}; {}\n", c.at("rule").get<std::string>(), c.at("name").get<std::string>(),
+                     c.at("description").get<std::string>(),
+                     c.at("saved_s").is_null()
+                         ? std::string("saving not computed (time)")
+                         : fmt::format("without it the plan is {:.2f} us slower", c.at("saved_s").get<double>() * 1e6));
+      }
 
       fmt::print("\n  {:>4}  {:>10}  {:>5}  {:<26}  {}\n", "step", "cost (us)", "prims", "bound by", "primitives -> outputs");
       for (size_t i : order) {

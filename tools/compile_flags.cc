@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -30,6 +31,9 @@ void OrchestrateFlags::add_to(CLI::App& app) {
                  "Also write the binary linear program (costs scaled so the dearest kernel is 1000) as LP text; "
                  "regions of 1000 candidates or more also alone, as FILE.region<N>.lp");
   app.add_flag("--verbose-solver", verbose_solver, "Show the solver's log");
+  app.add_flag("--no-rewrite-choices", no_rewrite_choices,
+               "Keep the primitive graph's rewrite alternatives out of the program (by default each site is a choice "
+               "the solver makes with the kernels)");
   app.add_option("--memory-budget", memory_budget,
                  "The fastest plan whose peak intermediate memory (the artifact's arena) is at most this many bytes, "
                  "or an error naming the peak plans reach")
@@ -52,6 +56,7 @@ OrchestrateOptions OrchestrateFlags::options() const {
   opt.verbose = verbose_solver;
   opt.dump_blp_path = dump_blp;
   opt.memory_budget = memory_budget;
+  opt.rewrite_choices = !no_rewrite_choices;
   return opt;
 }
 
@@ -141,6 +146,16 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     for (size_t i = 0; i < m.pruned_examples.size() && i < 3; ++i) fmt::print("  e.g. {}\n", m.pruned_examples[i]);
   } else if (r.target != "cpu") {
     fmt::print("  costs: the analytic {} model (no GPU measured them)\n", r.cost_model);
+  }
+  if (!o.rewrites.offered.empty()) {
+    std::map<std::string, int> rules;
+    for (int i : o.rewrites.chosen) ++rules[o.rewrites.offered.at(static_cast<size_t>(i)).rule];
+    std::vector<std::string> counts;
+    for (const auto& [rule, count] : rules) counts.push_back(fmt::format("{}x {}", count, rule));
+    fmt::print("  rewrites: {} of {} sites chosen{} ({} variant graphs{}; korch explain shows what each saved)\n",
+               o.rewrites.chosen.size(), o.rewrites.offered.size(),
+               counts.empty() ? "" : fmt::format(" ({})", fmt::join(counts, ", ")), o.rewrites.variant_graphs,
+               o.rewrites.exhaustive ? ", every combination" : ", in layers");
   }
   if (r.loop.ran) {
     const LoopReport& l = r.loop;
@@ -253,6 +268,11 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                    {"unemittable", m.unemittable},   {"pruned", m.pruned},
                    {"noisy", m.noisy},               {"unchecked_reference", m.unchecked_reference},
                    {"failures", m.failures},         {"pruned_examples", m.pruned_examples}};
+  }
+  if (!o.rewrites.offered.empty()) {
+    std::vector<std::string> chosen;
+    for (int i : o.rewrites.chosen) chosen.push_back(o.rewrites.offered.at(static_cast<size_t>(i)).rule);
+    j["rewrites"] = {{"offered", o.rewrites.offered.size()}, {"chosen", chosen}};
   }
   if (r.loop.ran) {
     const LoopReport& l = r.loop;

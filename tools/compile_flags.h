@@ -17,7 +17,7 @@ inline constexpr const char* kTuningDbDefault = "$KORCH_CACHE_DIR/tuning.db, els
 
 struct OrchestrateFlags {
   int max_prims = 8, max_linear = 1, max_fanout = 4;
-  bool no_recompute = false, verbose_solver = false;
+  bool no_recompute = false, verbose_solver = false, no_rewrite_choices = false;
   double time_limit = 20, gap = -1;  // gap -1: 0 for analytic costs, kMeasuredGap for measured
   int64_t state_limit = 200000;
   int64_t memory_budget = -1;  // --memory-budget; -1: none

@@ -155,7 +155,7 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
             binds: Optional[Mapping[str, np.ndarray]] = None, output: Optional[Union[str, os.PathLike]] = None,
             threads: int = 2, tuning_db: Optional[str] = None, time_limit: float = 20.0, gap: Optional[float] = None,
             max_kernel_size: int = 8, memory_budget: Optional[int] = None, recompute: bool = True,
-            verify: bool = True, closed_loop: bool = True,
+            verify: bool = True, closed_loop: bool = True, rewrite_choices: bool = True,
             unfused: bool = False, layout: str = "auto", progress: bool = False,
             log: Optional[Callable[[str], None]] = None) -> Executable:
     """Compiles `model` for `device` ("cpu" or "cuda") and loads the result.
@@ -167,7 +167,8 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
     layout: "auto", "nchw" or "channels-last", as `--layout`.
     memory_budget: bytes, as `--memory-budget` (None: no bound).
     The rest are `korch compile`'s flags of the same names (--gap, --time-limit, --isolated-costs as
-    closed_loop=False, --no-recompute as recompute=False); log receives the phase lines.
+    closed_loop=False, --no-recompute as recompute=False, --no-rewrite-choices as
+    rewrite_choices=False); log receives the phase lines.
     A CUDA artifact is loaded on the host emulator (this korch cannot run one on a GPU yet).
     """
     m = _load_model(model, shapes, binds)
@@ -178,6 +179,7 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
     args.max_kernel_size, args.recompute, args.verify = int(max_kernel_size), bool(recompute), bool(verify)
     args.close_loop, args.unfused, args.progress = bool(closed_loop), bool(unfused), bool(progress)
     args.layout = str(layout)
+    args.rewrite_choices = bool(rewrite_choices)
     if memory_budget is not None:
         if int(memory_budget) < 0:
             raise ValueError(f"memory_budget={memory_budget}: a budget is 0 bytes or more")

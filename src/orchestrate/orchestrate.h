@@ -71,8 +71,9 @@ struct OrchestrateOptions {
   // Set by orchestrate_with_rewrites (rewrite_choice.h): the graph is its union of rewrite
   // variants, and the program gets a choice variable per site. Solved whole, without state search.
   const RewriteSites* rewrite_sites = nullptr;
-  // orchestrate_with_rewrites: offer find_alternatives' rewrites as choices (compile's default).
-  bool rewrite_choices = false;
+  // orchestrate_with_rewrites: offer find_alternatives' rewrites as choices (false: plain
+  // orchestrate on the graph as given).
+  bool rewrite_choices = true;
 };
 
 // The BLP for a candidate list and its costs, with the variable -> candidate map.

@@ -1,5 +1,7 @@
 #include "orchestrate/plan_json.h"
 
+#include <cmath>
+
 #include <filesystem>
 #include <fstream>
 
@@ -59,6 +61,21 @@ nlohmann::json plan_json(const Graph& g, const OrchestrateResult& r, const Orche
   j["cost"]["greedy_s"] = gf.ok ? json(gf.seconds) : json();
   j["greedy"] = {{"groups", gf.groups.size()}, {"kernels", gf.kernels.size()}, {"split_groups", gf.split_groups},
                  {"why", gf.why}};
+  // The rewrite sites the program chose among (rewrite_choice.h), and what each chosen one saved.
+  const RewriteReport& rw = r.rewrites;
+  json chosen = json::array();
+  for (size_t i = 0; i < rw.chosen.size(); ++i) {
+    const RewriteReport::Site& site = rw.offered.at(static_cast<size_t>(rw.chosen[i]));
+    const double saved = i < rw.saved.size() ? rw.saved[i] : std::nan("");
+    chosen.push_back({{"name", site.nodes.empty() ? std::string() : site.nodes.front()},
+                      {"rule", site.rule},
+                      {"description", site.description},
+                      {"nodes", site.nodes},
+                      {"saved_s", std::isfinite(saved) ? json(saved) : json()}});
+  }
+  j["rewrites"] = {{"offered", rw.offered.size()},      {"chosen", chosen},
+                   {"variant_graphs", rw.variant_graphs}, {"every_combination", rw.exhaustive},
+                   {"candidates", rw.candidates},        {"skipped", rw.skipped}};
   json timing = meta.timing;
   timing["enumerate"] = r.enumerate_s;
   timing["cost"] = r.cost_s;

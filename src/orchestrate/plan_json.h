@@ -16,7 +16,10 @@
 //     "kernels": [{"step", "primitives": [{"name", "op_type", "kind", "reads" (non-constant input
 //                  values), "writes"}], "inputs", "outputs", "cost_s", "note", "recomputed",
 //                  + PlanMetadata::kernel_extra (after the closed loop: "in_model_s", "isolated_s")}],
-//     "tensors": [{"name", "bytes", "producer", "last_use"}] }
+//     "tensors": [{"name", "bytes", "producer", "last_use"}],
+//     "rewrites": {"offered", "chosen": [{"name" (its first node), "rule", "description", "nodes",
+//                  "saved_s" (the best plan without it is this much slower; null: not computed)}],
+//                  "variant_graphs", "every_combination", "candidates", "skipped"} (rewrite_choice.h) }
 #pragma once
 
 #include <map>

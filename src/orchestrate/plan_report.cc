@@ -377,13 +377,19 @@ std::string plan_report_html(const json& plan, const PlanDrawing& drawing) {
   add_row(out, "Gap", gap ? fmt::format("{:.3g}%", *gap * 100) : "—");
   const std::optional<double> solve_s = number(solver, "seconds");
   add_row(out, "Solver time", solve_s ? fmt::format("{:.3f} s", *solve_s) : "—");
+  // plan.json's "rewrites" (rewrite_choice.h): the sites offered, and each chosen one with what it saved.
   const json& rewrites = member(plan, "rewrites");
   std::string rw = "none offered";
-  if (!rewrites.is_null()) {
-    rw.clear();
-    if (rewrites.is_array() && rewrites.empty()) rw = "none offered";
-    for (const json& r : rewrites.is_array() ? rewrites : json::array({rewrites}))
-      rw += (rw.empty() ? "" : "<br>") + html_escape(r.is_string() ? r.get<std::string>() : r.dump());
+  const std::optional<double> offered = number(rewrites, "offered");
+  if (offered && *offered > 0) {
+    const json& chosen = member(rewrites, "chosen");
+    rw = fmt::format("{} of {:.0f} sites chosen", chosen.is_array() ? chosen.size() : 0, *offered);
+    for (const json& c : chosen.is_array() ? chosen : json::array()) {
+      const std::optional<double> saved = number(c, "saved_s");
+      rw += fmt::format("<br>{} at {}: {}{}", html_escape(text(c, "rule")), html_escape(text(c, "name")),
+                        html_escape(text(c, "description")),
+                        saved ? fmt::format(" (saves {})", seconds_text(saved)) : "");
+    }
   }
   add_row(out, "Rewrites", rw);
   out += "</table>\n";

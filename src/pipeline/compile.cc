@@ -1,4 +1,5 @@
 #include "pipeline/compile.h"
+#include "orchestrate/rewrite_choice.h"
 
 #include <algorithm>
 #include <unistd.h>
@@ -511,6 +512,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
     opt.candidates.max_primitives = 1;
     opt.candidates.offer_minimal_outputs = false;
     opt.allow_recompute = false;
+    opt.rewrite_choices = false;  // the baseline runs the graph as written
   }
   std::unique_ptr<MeasuredCost> measured;
   std::unique_ptr<EmittableAnalyticCost> analytic;
@@ -537,9 +539,15 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   // 4-5. The plan and its kernels.
   auto plan = [&] {
     t = Clock::now();
-    r.orchestration = r.orchestration.candidates.candidates.empty()
-                          ? orchestrate(p, *provider, opt)
-                          : reorchestrate(p, std::move(r.orchestration), *provider, opt);
+    if (r.orchestration.candidates.candidates.empty()) {
+      // The rewrites are chosen with the first plan; later plans (the closed loop, verification's
+      // replacements) re-select on the graph they chose.
+      RewriteChoiceResult chosen = orchestrate_with_rewrites(p, *provider, opt);
+      r.primitives = std::move(chosen.graph);
+      r.orchestration = std::move(chosen.result);
+    } else {
+      r.orchestration = reorchestrate(p, std::move(r.orchestration), *provider, opt);
+    }
     if (measured) r.measured = measured->stats();
     r.kernels = emit_plan(p, *backend, r.orchestration);
     r.meta.timing["orchestrate"] += since(t);

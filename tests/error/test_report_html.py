@@ -42,7 +42,8 @@ def test_report_is_written_and_self_contained(artifact):
         assert bad not in html, bad
     plan = json.loads((artifact / "plan.json").read_text())
     assert html.count('<tr id="step-') == len(plan["kernels"])
-    assert "none offered" in html  # plan.json has no rewrites field
+    offered = plan["rewrites"]["offered"]  # the rewrite sites offered as choices, and those chosen
+    assert (f"{len(plan['rewrites']['chosen'])} of {offered} sites chosen" if offered else "none offered") in html
     # The greedy baseline is recorded in plan.json and shown.
     assert plan["cost"]["greedy_s"] > 0
     assert plan["greedy"]["groups"] >= 1

@@ -128,11 +128,16 @@ TEST(PlanReport, GreedyBaselineNotPricedSaysWhy) {
   json p = small_plan();
   p["cost"]["greedy_s"] = nullptr;
   p["greedy"]["why"] = "primitive 'q' (TopK) has no single-primitive kernel with a finite cost";
-  p["rewrites"] = json::array({"merge_matmuls: 2 MatMuls of x"});
+  p["rewrites"] = {{"offered", 3},
+                   {"chosen", json::array({{{"rule", "merge_matmuls"},
+                                            {"name", "mm1"},
+                                            {"description", "2 MatMuls of x"},
+                                            {"saved_s", 2e-6}}})}};
   const std::string html = plan_report_html(p, PlanDrawing{"", "no drawing here", 0});
   EXPECT_NE(html.find("not priced: primitive &#39;q&#39; (TopK)"), std::string::npos);
   EXPECT_EQ(html.find("7.0 µs"), std::string::npos);
-  EXPECT_NE(html.find("merge_matmuls: 2 MatMuls of x"), std::string::npos);
+  EXPECT_NE(html.find("1 of 3 sites chosen<br>merge_matmuls at mm1: 2 MatMuls of x (saves 2.0 µs)"), std::string::npos)
+      << html;
   EXPECT_EQ(html.find("none offered"), std::string::npos);
 }
 
