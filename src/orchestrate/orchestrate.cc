@@ -472,10 +472,7 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     whole.split_regions = false;  // the arena is the whole plan's
     whole.dp_state_limit = 0;     // the state search knows nothing of memory
   }
-  if (options.rewrite_sites) {  // (rewrite_choice.h)
-    whole.split_regions = false;  // regions do not know the sites
-    whole.dp_state_limit = 0;     // nor does the state search
-  }
+  if (options.rewrite_sites) whole.dp_state_limit = 0;  // the state search knows nothing of rewrite sites
   // The state searches see the same candidates.
   std::vector<double> searched(costs);
   for (size_t i = 0; i < costs.size(); ++i)
@@ -488,7 +485,7 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   for (size_t i = 0; i < candidates.size(); ++i)
     usable[i] = std::isfinite(scaled[i]) && (options.allow_recompute || !candidates[i].minimal_outputs);
   std::vector<SelectionRegion> regions;
-  if (whole.split_regions) regions = split_into_regions(g, candidates, usable);
+  if (whole.split_regions) regions = split_into_regions(g, candidates, usable, options.rewrite_sites);
   if (regions.size() <= 1) {
     Selection sel;
     try {
@@ -535,11 +532,15 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     auto region_say = [&](const std::string& line) {
       if (big) say(fmt::format("region {}/{} ({} primitives): {}", r + 1, regions.size(), reg.nodes.size(), line));
     };
+    OrchestrateOptions in_region = whole;
+    if (options.rewrite_sites) in_region.rewrite_sites = &reg.sites;
     if (!options.dump_blp_path.empty() && big)  // as their solver sees them (for solver experiments)
       write_lp(fmt::format("{}.region{}.lp", options.dump_blp_path, r + 1),
-               build_orchestration_blp(reg.graph, reg.local_candidates, s, options.allow_recompute).blp);
+               build_orchestration_blp(reg.graph, reg.local_candidates, s, options.allow_recompute,
+                                       in_region.rewrite_sites)
+                   .blp);
     const double slack = std::max(0.0, options.rel_gap * solved_objective - gap_used) * scale;
-    parts[r] = select_in_region(reg.graph, reg.local_candidates, c, s, scale, options,
+    parts[r] = select_in_region(reg.graph, reg.local_candidates, c, s, scale, in_region,
                                 std::max(1.0, options.time_limit_s - seconds_since(t0)), big ? options.rel_gap : 0,
                                 big ? slack : 0, region_say);
     solved_objective += parts[r].objective;

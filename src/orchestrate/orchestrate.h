@@ -120,6 +120,7 @@ struct RewriteReport {
   int64_t candidates = 0;       // candidates of the program (over all variants)
   std::vector<std::string> skipped;  // variant graphs left out, with why
   double objective = 0;         // the program's plan (seconds), before P*'s own solve
+  int regions = 1;              // independent regions the program was solved in (regions.h)
   SolveStatus status = SolveStatus::kOptimal;
   // Per chosen site: how much slower the best plan without it is (seconds; the program solved
   // again with that site's kernels left out); NaN where the time for these solves ran out.
@@ -133,7 +134,8 @@ struct OrchestrateResult {
   std::map<std::string, int64_t> infeasible_reasons;
   Selection selection;
   KernelPlan plan;
-  double unfused_seconds = 0;  // one kernel per primitive (each singleton with all its outputs)
+  double unfused_seconds = 0;  // one kernel per primitive (each singleton with all its outputs); with rewrite
+                               // choices, of the graph before them (orchestrate_with_rewrites)
   GreedyFusion greedy;         // the rule-based fuser's plan on the same costs (greedy_fusion.h)
   RewriteReport rewrites;      // the rewrites offered and chosen (rewrite_choice.h)
   double enumerate_s = 0, cost_s = 0, select_s = 0;

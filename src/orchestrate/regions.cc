@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <numeric>
 #include <queue>
 #include <set>
@@ -78,10 +79,46 @@ std::vector<int> strongly_connected(const std::vector<std::vector<int>>& succ) {
   return comp;
 }
 
+// Rewrite sites in one region each (see regions.h): the nodes a site removes and adds, the
+// producers of values read by only one of the two, and the sites it excludes.
+void unite_sites(const Graph& g, const RewriteSites& sites, UnionFind& uf) {
+  std::vector<std::vector<NodeId>> removed(static_cast<size_t>(sites.count)), added(static_cast<size_t>(sites.count));
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    if (sites.added_by[v] >= 0) added[static_cast<size_t>(sites.added_by[v])].push_back(static_cast<NodeId>(v));
+    for (int s : sites.removed_by[v]) removed[static_cast<size_t>(s)].push_back(static_cast<NodeId>(v));
+  }
+  // The values a set of nodes reads from outside itself.
+  auto reads = [&](const std::vector<NodeId>& nodes) {
+    std::set<ValueId> written, read;
+    for (NodeId id : nodes)
+      for (ValueId o : g.nodes[static_cast<size_t>(id)].outputs) written.insert(o);
+    for (NodeId id : nodes)
+      for (ValueId i : g.nodes[static_cast<size_t>(id)].inputs)
+        if (i != kNoValue && !written.count(i)) read.insert(i);
+    return read;
+  };
+  std::vector<NodeId> anchor(static_cast<size_t>(sites.count), -1);
+  for (int s = 0; s < sites.count; ++s) {
+    std::vector<NodeId> all = removed[static_cast<size_t>(s)];
+    all.insert(all.end(), added[static_cast<size_t>(s)].begin(), added[static_cast<size_t>(s)].end());
+    if (all.empty()) continue;
+    anchor[static_cast<size_t>(s)] = all.front();
+    for (NodeId id : all) uf.unite(all.front(), id);
+    const std::set<ValueId> a = reads(removed[static_cast<size_t>(s)]), b = reads(added[static_cast<size_t>(s)]);
+    std::vector<ValueId> only;
+    std::set_symmetric_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only));
+    for (ValueId v : only)
+      if (g.value(v).producer >= 0) uf.unite(all.front(), g.value(v).producer);
+  }
+  for (const auto& [a, b] : sites.exclusive)
+    if (anchor[static_cast<size_t>(a)] >= 0 && anchor[static_cast<size_t>(b)] >= 0)
+      uf.unite(anchor[static_cast<size_t>(a)], anchor[static_cast<size_t>(b)]);
+}
+
 }  // namespace
 
 std::vector<SelectionRegion> split_into_regions(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                                                const std::vector<bool>& usable) {
+                                                const std::vector<bool>& usable, const RewriteSites* sites) {
   KORCH_CHECK(usable.size() == candidates.size());
   const GraphIndex gi(g);
   const int n = gi.num_nodes();
@@ -89,6 +126,7 @@ std::vector<SelectionRegion> split_into_regions(const Graph& g, const std::vecto
   for (size_t i = 0; i < candidates.size(); ++i)
     if (usable[i])
       for (NodeId v : candidates[i].nodes) uf.unite(candidates[i].nodes.front(), v);
+  if (sites) unite_sites(g, *sites, uf);
 
   // Components, numbered by their smallest node; then merge those on a cycle of the quotient.
   std::vector<int> comp_of(static_cast<size_t>(n), -1);
@@ -149,6 +187,20 @@ std::vector<SelectionRegion> split_into_regions(const Graph& g, const std::vecto
     KernelCandidate local = candidates[i];
     for (NodeId& v : local.nodes) v = local_id[static_cast<size_t>(v)];
     reg.local_candidates.push_back(std::move(local));
+  }
+  if (sites) {
+    for (SelectionRegion& reg : out) {
+      reg.sites.count = sites->count;
+      std::set<int> here;
+      for (NodeId v : reg.nodes) {
+        reg.sites.removed_by.push_back(sites->removed_by[static_cast<size_t>(v)]);
+        reg.sites.added_by.push_back(sites->added_by[static_cast<size_t>(v)]);
+        here.insert(sites->removed_by[static_cast<size_t>(v)].begin(), sites->removed_by[static_cast<size_t>(v)].end());
+        if (sites->added_by[static_cast<size_t>(v)] >= 0) here.insert(sites->added_by[static_cast<size_t>(v)]);
+      }
+      for (const auto& pair : sites->exclusive)
+        if (here.count(pair.first) && here.count(pair.second)) reg.sites.exclusive.push_back(pair);
+    }
   }
   std::vector<bool> graph_output(g.values.size(), false);
   for (ValueId v : g.outputs) graph_output[static_cast<size_t>(v)] = true;

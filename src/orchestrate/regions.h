@@ -23,6 +23,7 @@
 
 #include "ir/graph.h"
 #include "orchestrate/kernel_candidate.h"
+#include "orchestrate/rewrite_sites.h"
 
 namespace korch {
 
@@ -34,12 +35,18 @@ struct SelectionRegion {
   // outputs it computes plus the values other regions read. Candidates renumbered to match.
   Graph graph;
   std::vector<KernelCandidate> local_candidates;  // parallel to `candidates`
+  RewriteSites sites;  // with rewrite sites: theirs in the region's node ids (every site's y kept)
 };
 
 // `usable[i]`: candidate i may be selected (finite cost and taking part in the program). Regions
 // in topological order; a graph without any usable candidate for a node still gets that node in
 // a region (alone), so the subproblem reports it as infeasible.
+// With rewrite sites (rewrite_choice.h), each site's nodes (those it removes and those it adds)
+// share a region, with the producers of the values only one of its variants reads, and sites that
+// exclude each other share one too: then a value read across a boundary is read whichever
+// variants are chosen, and the argument above holds for every choice.
 std::vector<SelectionRegion> split_into_regions(const Graph& g, const std::vector<KernelCandidate>& candidates,
-                                                const std::vector<bool>& usable);
+                                                const std::vector<bool>& usable,
+                                                const RewriteSites* sites = nullptr);
 
 }  // namespace korch

@@ -362,6 +362,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
 
   std::vector<KernelCandidate> cands;
   std::vector<double> seconds;
+  double unfused = 0;  // one kernel per primitive of P: the baseline is the graph as given
   std::map<std::string, KernelCost> known;  // by candidate_key, for P*'s candidates below
   std::set<std::pair<std::vector<NodeId>, std::vector<ValueId>>> seen;
   const std::vector<const Graph*> graphs = [&] {
@@ -383,6 +384,8 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
     for (size_t i = 0; i < fresh.size(); ++i) {
       seconds.push_back(costs.costs[i].seconds);
       known.emplace(candidate_key(*g, fresh[i]), costs.costs[i]);
+      if (g == &p && fresh[i].nodes.size() == 1 && !fresh[i].minimal_outputs && costs.costs[i].feasible())
+        unfused += costs.costs[i].seconds;
     }
   }
   out.result.rewrites.candidates = static_cast<int64_t>(cands.size());
@@ -396,6 +399,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   with_sites.rewrite_sites = &sites;
   const Selection sel = select_kernels(u, cands, seconds, with_sites);
   out.result.rewrites.objective = sel.objective;
+  out.result.rewrites.regions = sel.regions;
   out.result.rewrites.status = sel.solve.status;
   std::set<int> chosen;
   for (int k : sel.order)
@@ -427,8 +431,9 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   }
   std::optional<Graph> best = apply_sites(p, out.result.rewrites.chosen, alts, single, removed);
   KORCH_CHECK(best.has_value(), "the chosen rewrites {} do not apply together", fmt::join(out.result.rewrites.chosen, ","));
-  say(fmt::format("rewrite choices: {} of {} sites chosen (plan {:.6g} us over all variants)", chosen.size(), n,
-                  sel.objective * 1e6));
+  say(fmt::format("rewrite choices: {} of {} sites chosen (plan {:.6g} us over all variants, {} regions, {:.2f} s)",
+                  chosen.size(), n, sel.objective * 1e6, sel.regions,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
 
   // The plan on P* itself: its own candidates (the selected ones among them), costs answered from
   // what was asked above, so the rest of the pipeline sees one graph.
@@ -437,6 +442,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   RewriteReport report = std::move(out.result.rewrites);
   out.result = orchestrate(out.graph, again, options);
   out.result.rewrites = std::move(report);
+  out.result.unfused_seconds = unfused;
   return out;
 }
 

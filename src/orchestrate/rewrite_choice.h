@@ -21,7 +21,8 @@
 //                                    replace) or do not apply together
 //                      need rows     only over P's edges, relaxed by the y of sites removing the
 //                                    consumer
-//                    Solved whole (no regions: a site ties its neighbourhood; no state search).
+//                    Solved by regions (regions.h), a site's nodes (removed and added) and the
+//                    producers of what only one of its variants reads in one region; no state search.
 //   the result       P* = P with the chosen sites applied (the sites with an added node in a
 //                    selected kernel); the candidates are P*'s own, enumerated and costed again
 //                    (the database and the analytic model answer the repeats), and the plan is the
@@ -38,17 +39,12 @@
 
 #include "ir/graph.h"
 #include "orchestrate/orchestrate.h"
+#include "orchestrate/rewrite_sites.h"
 
 namespace korch {
 
 constexpr int kMaxExhaustiveSites = 5;
 
-struct RewriteSites {
-  int count = 0;
-  std::vector<std::vector<int>> removed_by;  // per node of U: the sites whose choice removes it
-  std::vector<int> added_by;                 // per node of U: the site that adds it, or -1
-  std::vector<std::pair<int, int>> exclusive;  // sites that cannot both be chosen
-};
 
 struct RewriteChoiceResult {
   Graph graph;               // P* (P itself when nothing is chosen)

@@ -41,8 +41,8 @@ double brute_force(const Graph& p, CostProvider& cost, const OrchestrateOptions&
 }
 
 // The choice in one program equals the best of solving each variant combination separately: on
-// the built-in transformer (five sites of four rules, two of them overlapping), with two cost
-// models and with and without recompute.
+// the built-in transformer (five sites of four rules), with two cost models and with and without
+// recompute. The program is solved by regions with the sites inside them.
 TEST(RewriteChoice, MatchesBruteForceOverVariantCombinations) {
   const Graph p = primitives_of("tiny_transformer");
   ASSERT_EQ(find_alternatives(p).size(), 5u);
@@ -59,6 +59,7 @@ TEST(RewriteChoice, MatchesBruteForceOverVariantCombinations) {
       o.rewrite_choices = true;
       const RewriteChoiceResult r = orchestrate_with_rewrites(p, cost, o);
       EXPECT_TRUE(r.result.rewrites.exhaustive);
+      EXPECT_GT(r.result.rewrites.regions, 1);  // solved by regions, each with its sites
       EXPECT_EQ(r.result.rewrites.offered.size(), 5u);
       EXPECT_NEAR(r.result.rewrites.objective, want, 1e-9 * want) << spec.name << " recompute " << recompute;
       EXPECT_NEAR(r.result.selection.objective, want, 1e-9 * want) << spec.name << " recompute " << recompute;
