@@ -1,12 +1,16 @@
-"""Rewrites as choices (issue 14): each model compiled with analytic costs twice, with the rewrite
-alternatives offered to the orchestrator (the default) and without (--no-rewrite-choices); the
-table gives both plans' estimated latency, the sites offered and chosen, and the compile times.
+"""Rewrites as choices (issue 14): each model compiled twice, with the rewrite alternatives offered
+to the orchestrator (the default) and without (--no-rewrite-choices).
 
     .venv/bin/python bench/rewrite_choices.py [--models ...] [--device cpu|cuda]
+        analytic costs: both plans' estimated latency, the sites offered and chosen, compile times
+    .venv/bin/python bench/rewrite_choices.py --measured [--models ...] [--rounds 5]
+        measured costs (the closed loop) on this CPU, then both artifacts timed by `korch bench` in
+        alternating rounds (one bench process per artifact per round): medians and their ratio
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -16,15 +20,65 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from orchestration import PAPER, HELDBACK  # noqa: E402
 
 
-def compile_once(korch, path, device, art, extra):
+def compile_once(korch, path, device, art, extra, cost="analytic"):
     t0 = time.time()
-    r = subprocess.run([korch, "compile", path, "--device", device, "--cost", "analytic", "-o", art, "-q", "--force"]
+    r = subprocess.run([korch, "compile", path, "--device", device, "--cost", cost, "-o", art, "-q", "--force"]
                        + extra, capture_output=True, text=True)
     wall = time.time() - t0
     if r.returncode != 0:
         raise SystemExit(f"{path}: korch compile failed:\n{r.stderr}")
     with open(os.path.join(art, "plan.json")) as f:
         return json.load(f), wall
+
+
+def bench_once(korch, art, runs):
+    out = art + ".bench.json"
+    r = subprocess.run([korch, "bench", "--artifact", art, "--peers", "none", "--no-unfused", "--rounds", "1",
+                        "--runs", str(runs), "--warmup", "5", "--json", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{art}: korch bench failed:\n{r.stderr}")
+    with open(out) as f:
+        return json.load(f)["korch"]["median_ms"]
+
+
+def measured(a):
+    out = a.out or os.path.join(ROOT, "bench", "results", "rewrite_choices_measured.md")
+    rows = []
+    for m in a.models:
+        path = os.path.join(a.model_dir, m + ".onnx")
+        if not os.path.exists(path):
+            print(f"skip {m}: {path} missing (scripts/export_models.py)", file=sys.stderr)
+            continue
+        art = os.path.join(ROOT, "build", "bench_plans", f"{m}_measured_rw")
+        on, t_on = compile_once(a.korch, path, "cpu", art, [], "measured")
+        off, t_off = compile_once(a.korch, path, "cpu", art + "_off", ["--no-rewrite-choices"], "measured")
+        with_ms, without_ms = [], []
+        for _ in range(a.rounds):  # alternating, one process each
+            without_ms.append(bench_once(a.korch, art + "_off", a.runs))
+            with_ms.append(bench_once(a.korch, art, a.runs))
+        ratios = [w / o for w, o in zip(with_ms, without_ms)]
+        rw = on["rewrites"]
+        row = (f"| {m} | {rw['offered']} | {len(rw['chosen'])} | {off['cost'].get('measured_s', 0) * 1e3:.2f} | "
+               f"{on['cost'].get('measured_s', 0) * 1e3:.2f} | {statistics.median(without_ms):.2f} | "
+               f"{statistics.median(with_ms):.2f} | {statistics.median(ratios):.3f} "
+               f"({min(ratios):.3f}-{max(ratios):.3f}) | {t_off:.0f} | {t_on:.0f} |")
+        print(row, flush=True)
+        rows.append(row)
+    with open(out, "w") as f:
+        f.write("# Rewrites as choices, measured (cpu)\n\n")
+        f.write(f"Command: `.venv/bin/python bench/rewrite_choices.py --measured --rounds {a.rounds} --runs {a.runs} "
+                f"--models {' '.join(a.models)}` on {os.uname().nodename} ({os.cpu_count()} CPUs), "
+                f"{time.strftime('%Y-%m-%d')}.\n")
+        f.write("Each model compiled with measured costs and the closed loop, without rewrite choices and with "
+                "them (tuning database warm for the kernels both share). Then both artifacts timed with `korch bench "
+                "--peers none --no-unfused --rounds 1` in alternating rounds, one process each; medians over the "
+                "rounds of each round's median; ratio = with / without per round (below 1: the rewrites pay), "
+                "median and range.\n\n")
+        f.write("| model | sites | chosen | compile's measured without (ms) | with (ms) | bench without (ms) | "
+                "bench with (ms) | with / without | compile without (s) | with (s) |\n")
+        f.write("|---|---|---|---|---|---|---|---|---|---|\n")
+        f.write("\n".join(rows) + "\n")
+    print(f"wrote {out}")
 
 
 def main():
@@ -34,7 +88,12 @@ def main():
     ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
     ap.add_argument("--model-dir", default=os.path.join(ROOT, ".cache", "models"))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--measured", action="store_true", help="measured costs on this CPU, and korch bench")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=30)
     a = ap.parse_args()
+    if a.measured:
+        return measured(a)
     out = a.out or os.path.join(ROOT, "bench", "results", f"rewrite_choices_{a.device}.md")
     rows = []
     for m in a.models:

@@ -190,7 +190,7 @@ double run_drift(const CompileResult& r, const InModelRun& run, const InModelCos
   const size_t n = std::min(r.orchestration.plan.kernels.size(), run.step_seconds.size());
   for (size_t i = 0; i < n; ++i) {
     const double cost = r.orchestration.plan.kernels[i].seconds;
-    if (in_model.has(candidate_of(r, i)) && cost >= kShortest) ratios.push_back(run.step_seconds[i] / cost);
+    if (in_model.has(r.primitives, candidate_of(r, i)) && cost >= kShortest) ratios.push_back(run.step_seconds[i] / cost);
   }
   if (ratios.size() < 8 || 2 * ratios.size() < n) return 1;
   std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
@@ -253,7 +253,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
       const double cost = r.orchestration.plan.kernels[i].seconds, m = run.step_seconds[i];
       // Below a microsecond the difference is the noise of timing one kernel among many; a cost
       // that is already an in-model time departs only beyond run-to-run noise (25%).
-      const bool was_in_model = in_model.has(candidate_of(r, i));
+      const bool was_in_model = in_model.has(p, candidate_of(r, i));
       if (std::abs(m - drift * cost) > std::max((was_in_model ? 0.25 : 0.10) * drift * cost, 1e-6)) {
         ++departures;
         departed += std::abs(m - drift * cost);
@@ -312,7 +312,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   if (stored && !stored_within_noise && !drifted && opt.memory_budget < 0) {
     std::map<std::string, int> by_instance;
     const auto& cands = r.orchestration.candidates.candidates;
-    for (size_t i = 0; i < cands.size(); ++i) by_instance.emplace(in_model.instance(cands[i]), static_cast<int>(i));
+    for (size_t i = 0; i < cands.size(); ++i) by_instance.emplace(in_model.instance(p, cands[i]), static_cast<int>(i));
     std::vector<int> selected;
     for (const std::string& inst : split(stored->note, ',')) {
       auto it = by_instance.find(inst);
@@ -365,7 +365,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   }
   r.loop.kept = static_cast<int>(best) + 1;
   std::string instances;
-  for (size_t i = 0; i < n; ++i) instances += (i ? "," : "") + in_model.instance(candidate_of(r, i));
+  for (size_t i = 0; i < n; ++i) instances += (i ? "," : "") + in_model.instance(p, candidate_of(r, i));
   // The database keeps the fastest plan measured: an earlier one within the noise band, faster
   // when it ran and not run again here, stays (so noise cannot ratchet the record up).
   if (kept.noisy)

@@ -83,12 +83,14 @@ InModelCosts::InModelCosts(CostProvider& inner, const std::string& db_path, std:
 
 InModelCosts::~InModelCosts() = default;
 
-std::string InModelCosts::instance(const KernelCandidate& c) const {
-  std::string key = model_key_ + "|n";
-  for (NodeId n : c.nodes) key += fmt::format(",{}", n);
-  key += "|o";
-  for (ValueId v : c.outputs) key += fmt::format(",{}", v);
-  return content_hash(key);
+std::string InModelCosts::instance(const Graph& g, const KernelCandidate& c) const {
+  // Sorted: two variants may order the same nodes differently.
+  std::vector<std::string> nodes, outputs;
+  for (NodeId n : c.nodes) nodes.push_back(g.nodes.at(static_cast<size_t>(n)).name);
+  for (ValueId v : c.outputs) outputs.push_back(g.value(v).name);
+  std::sort(nodes.begin(), nodes.end());
+  std::sort(outputs.begin(), outputs.end());
+  return content_hash(fmt::format("{}|names|n,{}|o,{}", model_key_, fmt::join(nodes, ","), fmt::join(outputs, ",")));
 }
 
 void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
@@ -97,7 +99,7 @@ void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   std::vector<std::string> keys;
   std::map<std::string, std::string> instance_of_key;
   for (const KernelCandidate& c : candidates) {
-    const std::string inst = instance(c);
+    const std::string inst = instance(g, c);
     const std::string key = make_tuning_key(inst, device_, generator_);
     if (instance_of_key.emplace(key, inst).second) keys.push_back(key);
   }
@@ -109,7 +111,7 @@ void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& c
 }
 
 void InModelCosts::note_ratio(const Graph& g, const KernelCandidate& c) {
-  auto it = by_instance_.find(instance(c));
+  auto it = by_instance_.find(instance(g, c));
   if (it == by_instance_.end()) return;
   const KernelCost alone = inner_.cost(g, c);
   if (!alone.feasible() || alone.seconds <= 0) return;
@@ -131,7 +133,7 @@ double InModelCosts::scale(bool linear) const {
 KernelCost InModelCosts::cost(const Graph& g, const KernelCandidate& c) {
   KernelCost k = inner_.cost(g, c);
   if (!k.feasible()) return k;
-  auto it = by_instance_.find(instance(c));
+  auto it = by_instance_.find(instance(g, c));
   if (it == by_instance_.end()) {
     const double f = scale(c.linear > 0);
     if (f == 1.0) return k;
@@ -168,7 +170,7 @@ void InModelCosts::record_whole(const std::string& what, double seconds, const s
 }
 
 void InModelCosts::record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note) {
-  const std::string inst = instance(c);
+  const std::string inst = instance(g, c);
   by_instance_[inst] = seconds;
   note_ratio(g, c);
   put(inst, seconds, note);

@@ -63,11 +63,12 @@ class InModelCosts : public CostProvider {
   void prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) override;
   KernelCost cost(const Graph& g, const KernelCandidate& c) override;
 
-  // The instance hash of `c` in this model.
-  std::string instance(const KernelCandidate& c) const;
+  // The instance hash of `c` of `g` in this model: by its nodes' and outputs' names, which name
+  // the same kernel in every rewrite variant of the model (rewrite_choice.h), unlike ids.
+  std::string instance(const Graph& g, const KernelCandidate& c) const;
   // Records c's in-model time (and stores it). `note` says where it was taken.
   void record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note);
-  bool has(const KernelCandidate& c) const { return by_instance_.count(instance(c)) != 0; }
+  bool has(const Graph& g, const KernelCandidate& c) const { return by_instance_.count(instance(g, c)) != 0; }
   // A whole plan's in-model time ("unfused": the one-kernel-per-primitive baseline), stored per
   // model like the kernels' (none with redo).
   // `note` keeps what the record needs besides the time (the "best" plan's kernel instances).

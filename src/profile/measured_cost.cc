@@ -87,6 +87,25 @@ MeasuredCost::MeasuredCost(Backend& backend, MeasuredCostOptions options)
 
 MeasuredCost::~MeasuredCost() = default;
 
+MeasuredCostStats& MeasuredCostStats::operator+=(const MeasuredCostStats& o) {
+  for (auto [mine, theirs] : {std::pair{&candidates, o.candidates}, {&signatures, o.signatures}, {&db_hits, o.db_hits},
+                              {&unemittable, o.unemittable}, {&pruned, o.pruned}, {&noisy, o.noisy},
+                              {&failed, o.failed}, {&measured, o.measured}, {&units_compiled, o.units_compiled},
+                              {&units_cached, o.units_cached}, {&unchecked_reference, o.unchecked_reference},
+                              {&schedules_timed, o.schedules_timed}, {&schedules_improved, o.schedules_improved},
+                              {&schedules_failed, o.schedules_failed}, {&schedule_crashes, o.schedule_crashes}})
+    *mine += theirs;
+  for (auto [mine, theirs] : {std::pair{&seconds_signatures, o.seconds_signatures}, {&seconds_emit, o.seconds_emit},
+                              {&seconds_reference, o.seconds_reference}, {&seconds_compile, o.seconds_compile},
+                              {&seconds_measure, o.seconds_measure}})
+    *mine += theirs;
+  for (const std::string& f : o.failures)
+    if (failures.size() < 8) failures.push_back(f);
+  for (const std::string& e : o.pruned_examples)
+    if (pruned_examples.size() < 5) pruned_examples.push_back(e);
+  return *this;
+}
+
 std::string MeasuredCost::key_of(const std::string& hash) const {
   return make_tuning_key(hash, device_, backend_.generator_version());
 }
@@ -94,6 +113,7 @@ std::string MeasuredCost::key_of(const std::string& hash) const {
 void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
   auto say = [&](const std::string& s) { if (options_.log) options_.log(s); };
   runtime::Device& dev = *backend_.timing_device();
+  earlier_ += stats_;
   stats_ = {};
   stats_.candidates = static_cast<int64_t>(candidates.size());
   base_ = candidates.data();

@@ -67,6 +67,8 @@ struct MeasuredCostStats {
          seconds_measure = 0;
   std::vector<std::string> failures;         // "source path: what differs", first few
   std::vector<std::string> pruned_examples;  // first few
+  // Adds `o` (another prepare's) to these: counts and seconds summed, the example lists joined.
+  MeasuredCostStats& operator+=(const MeasuredCostStats& o);
 };
 
 class MeasuredCost : public CostProvider {
@@ -77,7 +79,12 @@ class MeasuredCost : public CostProvider {
   std::string name() const override { return "measured:" + device_; }
   void prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) override;
   KernelCost cost(const Graph& g, const KernelCandidate& c) override;
-  const MeasuredCostStats& stats() const { return stats_; }
+  // Over every prepare() so far (a compile with rewrite choices prepares once per variant graph).
+  MeasuredCostStats stats() const {
+    MeasuredCostStats all = earlier_;
+    all += stats_;
+    return all;
+  }
   const std::string& device() const { return device_; }
 
  private:
@@ -86,7 +93,8 @@ class MeasuredCost : public CostProvider {
   MeasuredCostOptions options_;
   std::string device_;
   std::unique_ptr<TuningDb> db_;
-  MeasuredCostStats stats_;
+  MeasuredCostStats stats_;    // this prepare()'s
+  MeasuredCostStats earlier_;  // the earlier ones', summed
   std::map<std::string, KernelCost> by_hash_;
   const KernelCandidate* base_ = nullptr;  // the list prepare() saw, to map cost() calls back
   std::vector<std::string> hash_of_;

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "temp_dir.h"
 
 namespace korch {
@@ -32,12 +34,31 @@ KernelCandidate cand(std::vector<NodeId> nodes, std::vector<ValueId> outputs, in
   return c;
 }
 
+// Ten inputs (values 0-9) and Relu nodes n0..n3 (node ids 0-3) writing values 10-13 (names out0..);
+// with `first`, one more node ahead of them (every id after it shifts by one).
+Graph relus(bool first = false) {
+  Graph g;
+  const TensorType t{DType::kFloat32, {4}};
+  for (int i = 0; i < 10; ++i) g.add_input(fmt::format("in{}", i), t);
+  auto relu = [&](const std::string& name, ValueId in, const std::string& out) {
+    Node n;
+    n.name = name;
+    n.op_type = "Relu";
+    n.inputs = {in};
+    n.outputs = {g.add_value(out, t)};
+    g.add_node(std::move(n));
+  };
+  if (first) relu("first", 9, "first_out");
+  for (int i = 0; i < 4; ++i) relu(fmt::format("n{}", i), i, fmt::format("out{}", i));
+  return g;
+}
+
 class InModelTest : public ::testing::Test {
  protected:
   std::string db() const { return (dir_ / "tuning.db").string(); }
   testing::TempDir tmp_{"korch-in-model"};
   const fs::path& dir_ = tmp_.path();
-  Graph g_;
+  Graph g_ = relus();
   FixedCost fixed_;
 };
 
@@ -48,7 +69,10 @@ TEST_F(InModelTest, InstancesReplaceTheirCostsAndScaleTheRestOfTheirClass) {
   m.prepare(g_, cs);
   EXPECT_EQ(m.loaded(), 0);
   EXPECT_NEAR(m.cost(g_, cs[0]).seconds, 10e-6, 1e-12);  // nothing run yet: isolated, unscaled
-  EXPECT_NE(m.instance(cs[2]), m.instance(cs[3]));     // same nodes, other outputs: another kernel
+  EXPECT_NE(m.instance(g_, cs[2]), m.instance(g_, cs[3]));     // same nodes, other outputs: another kernel
+  // By names: the same kernel in a graph where every id has moved (another rewrite variant).
+  EXPECT_EQ(m.instance(relus(true), cand({1, 2}, {12})), m.instance(g_, cand({0, 1}, {11})));
+  EXPECT_NE(m.instance(relus(true), cand({0, 1}, {11})), m.instance(g_, cand({0, 1}, {11})));
 
   m.record(g_, cs[0], 20e-6, "step 0");  // loop kernels ran 2x slower in the model
   m.record(g_, cs[4], 150e-6, "step 1");  // linear ones 1.5x
