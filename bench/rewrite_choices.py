@@ -17,7 +17,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from orchestration import PAPER, HELDBACK  # noqa: E402
+from orchestration import PAPER, HELDBACK, models_present  # noqa: E402
 
 
 def compile_once(korch, path, device, art, extra, cost="analytic"):
@@ -44,11 +44,7 @@ def bench_once(korch, art, runs):
 def measured(a):
     out = a.out or os.path.join(ROOT, "bench", "results", "rewrite_choices_measured.md")
     rows = []
-    for m in a.models:
-        path = os.path.join(a.model_dir, m + ".onnx")
-        if not os.path.exists(path):
-            print(f"skip {m}: {path} missing (scripts/export_models.py)", file=sys.stderr)
-            continue
+    for m, path in models_present(a.models, a.model_dir):
         art = os.path.join(ROOT, "build", "bench_plans", f"{m}_measured_rw")
         on, t_on = compile_once(a.korch, path, "cpu", art, [], "measured")
         off, t_off = compile_once(a.korch, path, "cpu", art + "_off", ["--no-rewrite-choices"], "measured")
@@ -96,11 +92,7 @@ def main():
         return measured(a)
     out = a.out or os.path.join(ROOT, "bench", "results", f"rewrite_choices_{a.device}.md")
     rows = []
-    for m in a.models:
-        path = os.path.join(a.model_dir, m + ".onnx")
-        if not os.path.exists(path):
-            print(f"skip {m}: {path} missing (scripts/export_models.py)", file=sys.stderr)
-            continue
+    for m, path in models_present(a.models, a.model_dir):
         art = os.path.join(ROOT, "build", "bench_plans", f"{m}_{a.device}_rw")
         on, t_on = compile_once(a.korch, path, a.device, art, [])
         off, t_off = compile_once(a.korch, path, a.device, art + "_off", ["--no-rewrite-choices"])

@@ -29,6 +29,8 @@
 //       max_memory_cuts times. The arena depends on the whole plan, so the program is solved
 //       whole (no regions, no state search) and without the dominance passes (a dominated kernel
 //       may hold less memory than the one that dominates it).
+//   rewrite choices (rewrite_choice.h): orchestrate_with_rewrites poses the same program over the
+//       union of a graph's rewrite variants, with a 0/1 variable per rewrite site (rewrite_sites).
 //   solve_blp, then schedule(); an unschedulable selection (kernel_plan.h) gets a cycle cut
 //         sum_{K in cycle} x_K - sum_{P writes a value the cycle needs, P not in cycle} x_P <= |cycle| - 1
 //       (valid: in any schedule, the cycle's first kernel reads its value from a writer outside the
@@ -121,6 +123,7 @@ struct RewriteReport {
   std::vector<std::string> skipped;  // variant graphs left out, with why
   double objective = 0;         // the program's plan (seconds), before P*'s own solve
   int regions = 1;              // independent regions the program was solved in (regions.h)
+  double gap = 0, solve_seconds = 0;  // the program's, as its solver reported them
   SolveStatus status = SolveStatus::kOptimal;
   // Per chosen site: how much slower the best plan without it is (seconds; the program solved
   // again with that site's kernels left out); NaN where the time for these solves ran out.

@@ -75,7 +75,9 @@ nlohmann::json plan_json(const Graph& g, const OrchestrateResult& r, const Orche
   }
   j["rewrites"] = {{"offered", rw.offered.size()},      {"chosen", chosen},
                    {"variant_graphs", rw.variant_graphs}, {"every_combination", rw.exhaustive},
-                   {"candidates", rw.candidates},        {"skipped", rw.skipped}};
+                   {"candidates", rw.candidates},        {"skipped", rw.skipped},
+                   {"program", {{"objective_s", rw.objective}, {"status", solve_status_name(rw.status)},
+                                {"gap", rw.gap}, {"seconds", rw.solve_seconds}, {"regions", rw.regions}}}};
   json timing = meta.timing;
   timing["enumerate"] = r.enumerate_s;
   timing["cost"] = r.cost_s;

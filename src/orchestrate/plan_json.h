@@ -19,7 +19,9 @@
 //     "tensors": [{"name", "bytes", "producer", "last_use"}],
 //     "rewrites": {"offered", "chosen": [{"name" (its first node), "rule", "description", "nodes",
 //                  "saved_s" (the best plan without it is this much slower; null: not computed)}],
-//                  "variant_graphs", "every_combination", "candidates", "skipped"} (rewrite_choice.h) }
+//                  "variant_graphs", "every_combination", "candidates", "skipped",
+//                  "program": {"objective_s", "status", "gap", "seconds", "regions"}: the solve over
+//                  every variant; "solver" above is the plan's own on the chosen graph} (rewrite_choice.h) }
 #pragma once
 
 #include <map>

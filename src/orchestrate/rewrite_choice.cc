@@ -400,6 +400,8 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   const Selection sel = select_kernels(u, cands, seconds, with_sites);
   out.result.rewrites.objective = sel.objective;
   out.result.rewrites.regions = sel.regions;
+  out.result.rewrites.gap = sel.solve.gap;
+  out.result.rewrites.solve_seconds = sel.solve.seconds;
   out.result.rewrites.status = sel.solve.status;
   std::set<int> chosen;
   for (int k : sel.order)
