@@ -116,8 +116,12 @@ void add_site_rows(const RewriteSites& sites, const std::vector<KernelCandidate>
     for (int site : removes) m.blp.add_row(fmt::format("off_{}_{}", x, site), {{x, 1.0}, {y(site), 1.0}}, -inf, 1);
     for (int site : adds) m.blp.add_row(fmt::format("on_{}_{}", x, site), {{x, 1.0}, {y(site), -1.0}}, -inf, 0);
   }
-  for (const auto& [a, b] : sites.exclusive)
-    m.blp.add_row(fmt::format("sites_{}_{}", a, b), {{y(a), 1.0}, {y(b), 1.0}}, -inf, 1);
+  for (const std::vector<int>& set : sites.exclusive) {
+    std::vector<std::pair<int, double>> terms;
+    for (int site : set) terms.emplace_back(y(site), 1.0);
+    m.blp.add_row(fmt::format("sites_{}", fmt::join(set, "_")), std::move(terms), -inf,
+                  static_cast<double>(set.size()) - 1);
+  }
 }
 
 }  // namespace

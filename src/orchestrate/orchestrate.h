@@ -125,8 +125,9 @@ struct RewriteReport {
   int regions = 1;              // independent regions the program was solved in (regions.h)
   double gap = 0, solve_seconds = 0;  // the program's, as its solver reported them
   SolveStatus status = SolveStatus::kOptimal;
-  // Per chosen site: how much slower the best plan without it is (seconds; the program solved
-  // again with that site's kernels left out); NaN where the time for these solves ran out.
+  // Per chosen site: how much slower the best plan without it is (seconds; the site's region of
+  // the program solved again with that site's kernels left out); NaN where the time for these
+  // solves ran out, or under a memory budget.
   std::vector<double> saved;
 };
 

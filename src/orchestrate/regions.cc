@@ -110,9 +110,10 @@ void unite_sites(const Graph& g, const RewriteSites& sites, UnionFind& uf) {
     for (ValueId v : only)
       if (g.value(v).producer >= 0) uf.unite(all.front(), g.value(v).producer);
   }
-  for (const auto& [a, b] : sites.exclusive)
-    if (anchor[static_cast<size_t>(a)] >= 0 && anchor[static_cast<size_t>(b)] >= 0)
-      uf.unite(anchor[static_cast<size_t>(a)], anchor[static_cast<size_t>(b)]);
+  for (const std::vector<int>& set : sites.exclusive)
+    for (int s : set)
+      if (anchor[static_cast<size_t>(s)] >= 0 && anchor[static_cast<size_t>(set.front())] >= 0)
+        uf.unite(anchor[static_cast<size_t>(set.front())], anchor[static_cast<size_t>(s)]);
 }
 
 }  // namespace
@@ -198,8 +199,9 @@ std::vector<SelectionRegion> split_into_regions(const Graph& g, const std::vecto
         here.insert(sites->removed_by[static_cast<size_t>(v)].begin(), sites->removed_by[static_cast<size_t>(v)].end());
         if (sites->added_by[static_cast<size_t>(v)] >= 0) here.insert(sites->added_by[static_cast<size_t>(v)]);
       }
-      for (const auto& pair : sites->exclusive)
-        if (here.count(pair.first) && here.count(pair.second)) reg.sites.exclusive.push_back(pair);
+      for (const std::vector<int>& set : sites->exclusive)
+        if (std::all_of(set.begin(), set.end(), [&](int s) { return here.count(s) != 0; }))
+          reg.sites.exclusive.push_back(set);
     }
   }
   std::vector<bool> graph_output(g.values.size(), false);

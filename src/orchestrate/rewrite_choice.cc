@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrate/regions.h"
 #include "rewrite/alternatives.h"
 #include "support/error.h"
 
@@ -358,7 +359,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   for (int s : applicable)
     for (const std::string& name : removed[static_cast<size_t>(s)])
       sites.removed_by[static_cast<size_t>(node_id.at(name))].push_back(s);
-  sites.exclusive.assign(incompatible.begin(), incompatible.end());
+  for (const auto& [a, b] : incompatible) sites.exclusive.push_back({a, b});
 
   std::vector<KernelCandidate> cands;
   std::vector<double> seconds;
@@ -397,42 +398,74 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
 
   OrchestrateOptions with_sites = options;
   with_sites.rewrite_sites = &sites;
-  const Selection sel = select_kernels(u, cands, seconds, with_sites);
+  // Compatible in pairs, a set of sites may still not apply together (checked per variant graph,
+  // not for every set): such a choice is excluded and the program solved again.
+  Selection sel;
+  std::set<int> chosen;
+  std::optional<Graph> best;
+  for (;;) {
+    sel = select_kernels(u, cands, seconds, with_sites);
+    chosen.clear();
+    for (int k : sel.order)
+      for (NodeId id : cands[static_cast<size_t>(k)].nodes)
+        if (sites.added_by[static_cast<size_t>(id)] >= 0) chosen.insert(sites.added_by[static_cast<size_t>(id)]);
+    best = apply_sites(p, std::vector<int>(chosen.begin(), chosen.end()), alts, single, removed);
+    if (best) break;
+    sites.exclusive.emplace_back(chosen.begin(), chosen.end());
+    out.result.rewrites.skipped.push_back(
+        fmt::format("sites {} chosen together do not apply together: excluded, solved again", fmt::join(chosen, ",")));
+  }
   out.result.rewrites.objective = sel.objective;
   out.result.rewrites.regions = sel.regions;
   out.result.rewrites.gap = sel.solve.gap;
   out.result.rewrites.solve_seconds = sel.solve.seconds;
   out.result.rewrites.status = sel.solve.status;
-  std::set<int> chosen;
-  for (int k : sel.order)
-    for (NodeId id : cands[static_cast<size_t>(k)].nodes)
-      if (sites.added_by[static_cast<size_t>(id)] >= 0) chosen.insert(sites.added_by[static_cast<size_t>(id)]);
   out.result.rewrites.chosen.assign(chosen.begin(), chosen.end());
-  // What each choice saved: the program again without that site's kernels, while the time lasts
-  // (as long as the first solve took, and at least a second, in all).
+  // What each choice saved: the site's region (regions.h: a site lies in one) solved again
+  // without the site's kernels, while the time lasts (as long as the first solve took, and at
+  // least a second, in all).
   const double first_solve = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto t_saved = std::chrono::steady_clock::now();
+  std::vector<bool> usable(cands.size());
+  for (size_t k = 0; k < cands.size(); ++k)
+    usable[k] = std::isfinite(seconds[k]) && (options.allow_recompute || !cands[k].minimal_outputs);
+  const std::vector<SelectionRegion> regions = split_into_regions(u, cands, usable, &sites);
+  std::vector<int> region_of(u.nodes.size(), -1);
+  for (size_t r = 0; r < regions.size(); ++r)
+    for (NodeId id : regions[r].nodes) region_of[static_cast<size_t>(id)] = static_cast<int>(r);
+  std::map<int, double> region_optimum;  // by region: its plan with every site it has
+  OrchestrateOptions quiet = with_sites;
+  quiet.progress = nullptr;
+  quiet.split_regions = false;
+  quiet.dump_blp_path.clear();
   for (int s : out.result.rewrites.chosen) {
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_saved).count();
-    if (spent > std::max(1.0, first_solve)) {
+    const auto added = std::find(sites.added_by.begin(), sites.added_by.end(), s);
+    // (Not under a memory budget: the arena is the whole plan's, not a region's.)
+    if (spent > std::max(1.0, first_solve) || added == sites.added_by.end() || options.memory_budget >= 0) {
       out.result.rewrites.saved.push_back(std::numeric_limits<double>::quiet_NaN());
       continue;
     }
-    std::vector<double> without = seconds;
-    for (size_t k = 0; k < cands.size(); ++k)
-      for (NodeId id : cands[k].nodes)
-        if (sites.added_by[static_cast<size_t>(id)] == s) without[k] = std::numeric_limits<double>::infinity();
-    OrchestrateOptions quiet = with_sites;
-    quiet.progress = nullptr;
+    const int r = region_of[static_cast<size_t>(added - sites.added_by.begin())];
+    const SelectionRegion& reg = regions[static_cast<size_t>(r)];
+    quiet.rewrite_sites = &reg.sites;
     quiet.time_limit_s = std::max(1.0, std::max(1.0, first_solve) - spent);
+    std::vector<double> local, without;
+    for (size_t i = 0; i < reg.candidates.size(); ++i) {
+      local.push_back(seconds[static_cast<size_t>(reg.candidates[i])]);
+      bool adds = false;
+      for (NodeId id : reg.local_candidates[i].nodes) adds = adds || reg.sites.added_by[static_cast<size_t>(id)] == s;
+      without.push_back(adds ? std::numeric_limits<double>::infinity() : local.back());
+    }
     try {
-      out.result.rewrites.saved.push_back(select_kernels(u, cands, without, quiet).objective - sel.objective);
+      if (!region_optimum.count(r))
+        region_optimum[r] = select_kernels(reg.graph, reg.local_candidates, local, quiet).objective;
+      out.result.rewrites.saved.push_back(select_kernels(reg.graph, reg.local_candidates, without, quiet).objective -
+                                          region_optimum[r]);
     } catch (const Error&) {
       out.result.rewrites.saved.push_back(std::numeric_limits<double>::quiet_NaN());
     }
   }
-  std::optional<Graph> best = apply_sites(p, out.result.rewrites.chosen, alts, single, removed);
-  KORCH_CHECK(best.has_value(), "the chosen rewrites {} do not apply together", fmt::join(out.result.rewrites.chosen, ","));
   say(fmt::format("rewrite choices: {} of {} sites chosen (plan {:.6g} us over all variants, {} regions, {:.2f} s)",
                   chosen.size(), n, sel.objective * 1e6, sel.regions,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));

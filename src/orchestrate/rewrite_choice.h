@@ -18,7 +18,9 @@
 //                      kernel rows   x_K + y_s <= 1 when K holds a node s removes; x_K <= y_s when
 //                                    K holds a node s adds
 //                      site rows     y_s + y_t <= 1 when s and t overlap (share a node they
-//                                    replace) or do not apply together
+//                                    replace) or do not apply together; a larger set chosen
+//                                    that does not apply together is excluded the same way
+//                                    (sum of its y <= size - 1) and the program solved again
 //                      need rows     only over P's edges, relaxed by the y of sites removing the
 //                                    consumer
 //                    Solved by regions (regions.h), a site's nodes (removed and added) and the

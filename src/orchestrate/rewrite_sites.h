@@ -1,7 +1,6 @@
 // The rewrite sites of a union graph (rewrite_choice.h), as the program and the regions see them.
 #pragma once
 
-#include <utility>
 #include <vector>
 
 namespace korch {
@@ -10,7 +9,7 @@ struct RewriteSites {
   int count = 0;
   std::vector<std::vector<int>> removed_by;    // per node of U: the sites whose choice removes it
   std::vector<int> added_by;                   // per node of U: the site that adds it, or -1
-  std::vector<std::pair<int, int>> exclusive;  // sites that cannot both be chosen
+  std::vector<std::vector<int>> exclusive;  // sets of sites that cannot all be chosen (pairs, mostly)
 };
 
 }  // namespace korch
