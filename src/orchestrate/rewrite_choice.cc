@@ -100,23 +100,28 @@ std::set<std::string> removed_nodes(const Graph& p, const Graph& v) {
   return out;
 }
 
+// Each site applied alone: its graph (nullopt: it does not apply), the nodes of P it removes, and
+// the nodes it adds, by name.
+struct Singles {
+  std::vector<std::optional<Graph>> graph;
+  std::vector<std::set<std::string>> removed;
+  std::vector<std::unordered_map<std::string, const Node*>> added;
+};
+
 // Whether a graph with `sites` applied is what their single applications say: each added node as
 // in its site's own variant, and exactly the union of their removed nodes gone.
-bool consistent(const Graph& p, const Graph& v, const std::vector<int>& sites,
-                const std::vector<std::optional<Graph>>& single, const std::vector<std::set<std::string>>& removed) {
+bool consistent(const Graph& p, const Graph& v, const std::vector<int>& sites, const Singles& singles) {
   std::set<std::string> gone;
-  for (int s : sites) gone.insert(removed[static_cast<size_t>(s)].begin(), removed[static_cast<size_t>(s)].end());
+  for (int s : sites)
+    gone.insert(singles.removed[static_cast<size_t>(s)].begin(), singles.removed[static_cast<size_t>(s)].end());
   if (removed_nodes(p, v) != gone) return false;
-  std::vector<std::unordered_map<std::string, const Node*>> by_name(single.size());
   for (const Node& n : v.nodes) {
     const int s = site_of(n.name);
     if (s < 0) continue;
     if (std::find(sites.begin(), sites.end(), s) == sites.end()) return false;
-    const Graph& own = *single[static_cast<size_t>(s)];
-    if (by_name[static_cast<size_t>(s)].empty())
-      for (const Node& m : own.nodes) by_name[static_cast<size_t>(s)].emplace(m.name, &m);
-    auto it = by_name[static_cast<size_t>(s)].find(n.name);
-    if (it == by_name[static_cast<size_t>(s)].end() || !same_node(v, n, own, *it->second)) return false;
+    const auto& own = singles.added[static_cast<size_t>(s)];
+    auto it = own.find(n.name);
+    if (it == own.end() || !same_node(v, n, *singles.graph[static_cast<size_t>(s)], *it->second)) return false;
   }
   return true;
 }
@@ -124,14 +129,13 @@ bool consistent(const Graph& p, const Graph& v, const std::vector<int>& sites,
 // Sites `sites` applied to `p` one after another; nullopt when one does not apply or the result is
 // not consistent().
 std::optional<Graph> apply_sites(const Graph& p, const std::vector<int>& sites, const std::vector<Alternative>& alts,
-                                 const std::vector<std::optional<Graph>>& single,
-                                 const std::vector<std::set<std::string>>& removed) {
+                                 const Singles& singles) {
   std::optional<Graph> g = p;
   for (int s : sites) {
     g = apply_site(*g, alts[static_cast<size_t>(s)], s);
     if (!g) return std::nullopt;
   }
-  if (!consistent(p, *g, sites, single, removed)) return std::nullopt;
+  if (!consistent(p, *g, sites, singles)) return std::nullopt;
   return g;
 }
 
@@ -259,48 +263,33 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   }
   const auto t0 = std::chrono::steady_clock::now();
   const int n = static_cast<int>(alts.size());
-  std::vector<std::optional<Graph>> single(alts.size());
-  std::vector<std::set<std::string>> removed(alts.size());
+  Singles singles;
+  singles.graph.resize(alts.size());
+  singles.removed.resize(alts.size());
+  singles.added.resize(alts.size());
   std::vector<int> applicable;
   for (int s = 0; s < n; ++s) {
-    single[static_cast<size_t>(s)] = apply_site(p, alts[static_cast<size_t>(s)], s);
-    if (!single[static_cast<size_t>(s)]) {
+    std::optional<Graph>& g = singles.graph[static_cast<size_t>(s)];
+    g = apply_site(p, alts[static_cast<size_t>(s)], s);
+    if (!g) {
       out.result.rewrites.skipped.push_back(fmt::format("{} ({}): does not apply", alts[static_cast<size_t>(s)].rule,
-                                                 alts[static_cast<size_t>(s)].description));
+                                                        alts[static_cast<size_t>(s)].description));
       continue;
     }
-    removed[static_cast<size_t>(s)] = removed_nodes(p, *single[static_cast<size_t>(s)]);
+    singles.removed[static_cast<size_t>(s)] = removed_nodes(p, *g);
+    for (const Node& node : g->nodes)
+      if (site_of(node.name) == s) singles.added[static_cast<size_t>(s)].emplace(node.name, &node);
     applicable.push_back(s);
   }
-  // Two sites are compatible when they replace no node in common and apply together as they
-  // apply alone. Sites far apart (no value in common among what they read and write) are
-  // compatible without the trial.
-  auto boundary = [&](int s) {
-    std::set<std::string> vals;
-    for (const Node& node : p.nodes)
-      if (removed[static_cast<size_t>(s)].count(node.name)) {
-        for (ValueId v : node.inputs)
-          if (v != kNoValue) vals.insert(p.value(v).name);
-        for (ValueId v : node.outputs)
-          if (v != kNoValue) vals.insert(p.value(v).name);
-      }
-    return vals;
-  };
-  std::vector<std::set<std::string>> touches(alts.size());
-  for (int s : applicable) touches[static_cast<size_t>(s)] = boundary(s);
-  auto intersects = [](const std::set<std::string>& a, const std::set<std::string>& b) {
-    for (const std::string& x : a)
-      if (b.count(x)) return true;
-    return false;
-  };
+  // Sites that replace a node in common exclude each other. Sets that do not apply together for
+  // another reason are found where they are applied (the variant graphs below, the chosen set).
   std::set<std::pair<int, int>> incompatible;
   for (size_t i = 0; i < applicable.size(); ++i)
     for (size_t j = i + 1; j < applicable.size(); ++j) {
-      const int s = applicable[i], t = applicable[j];
-      bool ok = !intersects(removed[static_cast<size_t>(s)], removed[static_cast<size_t>(t)]);
-      if (ok && intersects(touches[static_cast<size_t>(s)], touches[static_cast<size_t>(t)]))
-        ok = apply_sites(p, {s, t}, alts, single, removed).has_value();
-      if (!ok) incompatible.insert({s, t});
+      const std::set<std::string>& a = singles.removed[static_cast<size_t>(applicable[i])];
+      const std::set<std::string>& b = singles.removed[static_cast<size_t>(applicable[j])];
+      if (std::any_of(a.begin(), a.end(), [&](const std::string& x) { return b.count(x) != 0; }))
+        incompatible.insert({applicable[i], applicable[j]});
     }
   auto compatible_with = [&](const std::vector<int>& set, int t) {
     for (int s : set)
@@ -308,8 +297,10 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
     return true;
   };
 
-  // The variant graphs: every compatible combination when few, else layers.
-  std::vector<std::vector<int>> combos;
+  // The variant graphs: every compatible combination when few, else layers (each site joins the
+  // first layer it applies to with the sites already there).
+  std::vector<Graph> variants;
+  std::vector<std::vector<int>> variant_sites;
   if (static_cast<int>(applicable.size()) <= kMaxExhaustiveSites) {
     out.result.rewrites.exhaustive = true;
     for (uint32_t mask = 1; mask < (1u << applicable.size()); ++mask) {
@@ -320,28 +311,42 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
           ok = compatible_with(set, applicable[i]);
           set.push_back(applicable[i]);
         }
-      if (ok) combos.push_back(set);
+      if (!ok) continue;
+      std::optional<Graph> g =
+          set.size() == 1 ? singles.graph[static_cast<size_t>(set[0])] : apply_sites(p, set, alts, singles);
+      if (!g) {
+        out.result.rewrites.skipped.push_back(
+            fmt::format("sites {} together: do not apply as they apply alone", fmt::join(set, ",")));
+        continue;
+      }
+      variants.push_back(std::move(*g));
+      variant_sites.push_back(set);
     }
   } else {
     std::vector<int> rest = applicable;
     while (!rest.empty()) {
       std::vector<int> layer, next;
-      for (int t : rest) (compatible_with(layer, t) ? layer : next).push_back(t);
-      combos.push_back(layer);
+      std::optional<Graph> g = p;
+      for (int t : rest) {
+        std::optional<Graph> with_t;
+        if (compatible_with(layer, t)) with_t = apply_site(*g, alts[static_cast<size_t>(t)], t);
+        std::vector<int> grown = layer;
+        grown.push_back(t);
+        if (with_t && consistent(p, *with_t, grown, singles)) {
+          g = std::move(with_t);
+          layer = std::move(grown);
+        } else {
+          next.push_back(t);
+        }
+      }
+      if (layer.empty()) {  // (cannot happen: a site applies alone)
+        for (int t : next) out.result.rewrites.skipped.push_back(fmt::format("site {}: no layer", t));
+        break;
+      }
+      variants.push_back(std::move(*g));
+      variant_sites.push_back(layer);
       rest = std::move(next);
     }
-  }
-  std::vector<Graph> variants;
-  std::vector<std::vector<int>> variant_sites;
-  for (const std::vector<int>& set : combos) {
-    std::optional<Graph> g =
-        set.size() == 1 ? single[static_cast<size_t>(set[0])] : apply_sites(p, set, alts, single, removed);
-    if (!g) {
-      out.result.rewrites.skipped.push_back(fmt::format("sites {} together: do not apply as they apply alone", fmt::join(set, ",")));
-      continue;
-    }
-    variants.push_back(std::move(*g));
-    variant_sites.push_back(set);
   }
   out.result.rewrites.variant_graphs = 1 + static_cast<int>(variants.size());
 
@@ -357,7 +362,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   sites.added_by.assign(u.nodes.size(), -1);
   for (size_t i = 0; i < u.nodes.size(); ++i) sites.added_by[i] = site_of(u.nodes[i].name);
   for (int s : applicable)
-    for (const std::string& name : removed[static_cast<size_t>(s)])
+    for (const std::string& name : singles.removed[static_cast<size_t>(s)])
       sites.removed_by[static_cast<size_t>(node_id.at(name))].push_back(s);
   for (const auto& [a, b] : incompatible) sites.exclusive.push_back({a, b});
 
@@ -409,7 +414,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
     for (int k : sel.order)
       for (NodeId id : cands[static_cast<size_t>(k)].nodes)
         if (sites.added_by[static_cast<size_t>(id)] >= 0) chosen.insert(sites.added_by[static_cast<size_t>(id)]);
-    best = apply_sites(p, std::vector<int>(chosen.begin(), chosen.end()), alts, single, removed);
+    best = apply_sites(p, std::vector<int>(chosen.begin(), chosen.end()), alts, singles);
     if (best) break;
     sites.exclusive.emplace_back(chosen.begin(), chosen.end());
     out.result.rewrites.skipped.push_back(

@@ -2,9 +2,9 @@
 // (rewrite/alternatives.h) runs, in the same program that selects the kernels.
 //
 //   variant graphs   the primitive graph P; P with each alternative applied alone ("site" s); and
-//                    combinations: every set of compatible sites when there are at most
-//                    kMaxExhaustiveSites of them, else one graph per layer (a greedy partition of
-//                    the sites into mutually compatible sets, all of a layer applied at once).
+//                    combinations: every set of non-overlapping sites when there are at most
+//                    kMaxExhaustiveSites of them (those that apply together), else one graph per
+//                    layer (each site in the first layer it applies to with the sites already there).
 //                    What a rewrite adds gets canonical names ("alt<s>/..."), and the values that
 //                    replace the site's outputs take their old names back, so a node or value of
 //                    one variant is the same node or value in every variant that has it.
@@ -18,9 +18,9 @@
 //                      kernel rows   x_K + y_s <= 1 when K holds a node s removes; x_K <= y_s when
 //                                    K holds a node s adds
 //                      site rows     y_s + y_t <= 1 when s and t overlap (share a node they
-//                                    replace) or do not apply together; a larger set chosen
-//                                    that does not apply together is excluded the same way
-//                                    (sum of its y <= size - 1) and the program solved again
+//                                    replace); a chosen set that does not apply together is
+//                                    excluded (sum of its y <= size - 1) and the program solved
+//                                    again
 //                      need rows     only over P's edges, relaxed by the y of sites removing the
 //                                    consumer
 //                    Solved by regions (regions.h), a site's nodes (removed and added) and the

@@ -86,6 +86,19 @@ def test_builtin_compile_run_matches_onnxruntime():
     assert exe.manifest["device"] == "cpu"
 
 
+def test_rewrite_choices_on_and_off():
+    # tiny_transformer offers five rewrite sites; the plan picks some, and either way it computes
+    # what onnxruntime computes. Off: nothing offered.
+    feed = None
+    for choices in (True, False):
+        exe = korch.compile("builtin:tiny_transformer", cost="analytic", rewrite_choices=choices)
+        r = exe.summary["rewrites"]
+        assert r["offered"] == (5 if choices else 0) and (r["chosen"] != []) == choices, r
+        assert exe.plan["rewrites"]["offered"] == r["offered"]
+        feed = feed or random_feed(exe.inputs, seed=4)
+        assert_matches(exe.run(feed), ort_run(korch.builtin_model_bytes("tiny_transformer"), feed))
+
+
 def test_model_proto_with_named_dim_save_and_load(tmp_path):
     m = gelu_mlp()
     exe = korch.compile(m, shapes={"batch": 3}, cost="analytic", output=tmp_path / "a")
