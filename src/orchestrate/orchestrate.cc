@@ -1,5 +1,4 @@
 #include "orchestrate/orchestrate.h"
-#include "orchestrate/rewrite_choice.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +13,7 @@
 
 #include "orchestrate/graph_index.h"
 #include "orchestrate/regions.h"
+#include "orchestrate/rewrite_sites.h"
 #include "support/error.h"
 
 namespace korch {
@@ -76,10 +76,6 @@ void add_cycle_cut(const Graph& g, const std::vector<KernelCandidate>& candidate
   m.blp.add_row(fmt::format("cycle_{}", cut_index), std::move(terms), -std::numeric_limits<double>::infinity(),
                 static_cast<double>(cycle.size()) - 1);
 }
-
-}  // namespace
-
-namespace {
 
 // The rows of rewrite choices (rewrite_choice.h): one y_s per site, the live rows relaxed by the
 // sites that remove a node or add it, kernels tied to their variant, overlapping sites exclusive.

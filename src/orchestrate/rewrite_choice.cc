@@ -300,7 +300,6 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   // The variant graphs: every compatible combination when few, else layers (each site joins the
   // first layer it applies to with the sites already there).
   std::vector<Graph> variants;
-  std::vector<std::vector<int>> variant_sites;
   if (static_cast<int>(applicable.size()) <= kMaxExhaustiveSites) {
     out.result.rewrites.exhaustive = true;
     for (uint32_t mask = 1; mask < (1u << applicable.size()); ++mask) {
@@ -320,7 +319,6 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
         continue;
       }
       variants.push_back(std::move(*g));
-      variant_sites.push_back(set);
     }
   } else {
     std::vector<int> rest = applicable;
@@ -344,7 +342,6 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
         break;
       }
       variants.push_back(std::move(*g));
-      variant_sites.push_back(layer);
       rest = std::move(next);
     }
   }

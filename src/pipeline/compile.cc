@@ -1,5 +1,4 @@
 #include "pipeline/compile.h"
-#include "orchestrate/rewrite_choice.h"
 
 #include <algorithm>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 
 #include "codegen/kernel_signature.h"
 #include "ir/text_format.h"
+#include "orchestrate/rewrite_choice.h"
 #include "pipeline/pipeline.h"
 #include "profile/in_model.h"
 #include "profile/kernel_check.h"
