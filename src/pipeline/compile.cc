@@ -214,9 +214,10 @@ std::vector<std::vector<NodeId>> kernel_sets(const KernelPlan& plan) {
 // never makes the plan slower by more than run-to-run noise;
 // its predicted latency is the sum of its kernels' in-model times. The unfused baseline is
 // measured in the model the same way, once per model.
-void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, InModelCosts& in_model,
-                    MeasuredCost& isolated, const OrchestrateOptions& opt, const CompileOptions& o, CompileResult& r,
-                    const std::function<void()>& plan, const std::function<void(const std::string&)>& say) {
+void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered, Backend& backend,
+                    InModelCosts& in_model, MeasuredCost& isolated, const OrchestrateOptions& opt,
+                    const CompileOptions& o, CompileResult& r, const std::function<void()>& plan,
+                    const std::function<void(const std::string&)>& say) {
   struct Round {
     OrchestrateResult orchestration;
     std::vector<EmittedKernel> kernels;
@@ -378,8 +379,9 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   r.loop.predicted = r.orchestration.plan.total_seconds();
   r.loop.measured = rounds[best].run.end_to_end;
 
-  // The unfused baseline in the model: one kernel per primitive, isolated costs (all measured);
-  // measured once per model (the database keeps it).
+  // The unfused baseline in the model: one kernel per primitive of the graph before the rewrite
+  // choices (`lowered`), isolated costs (all measured); measured once per model (the database
+  // keeps it).
   OrchestrateOptions u = opt;
   u.candidates.max_primitives = 1;
   u.candidates.offer_minimal_outputs = false;
@@ -388,13 +390,13 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
   u.dump_blp_path.clear();  // --dump-blp is the plan's program, not this baseline's
   u.memory_budget = -1;     // the baseline is what it is
   CompileResult ur;
-  ur.primitives = p;
-  ur.orchestration = orchestrate(p, isolated, u);  // its isolated costs are reported either way
+  ur.primitives = lowered;
+  ur.orchestration = orchestrate(lowered, isolated, u);  // its isolated costs are reported either way
   std::optional<double> unfused;
   if (auto stored = in_model.whole("unfused")) unfused = stored->seconds;
   const bool unfused_stored = unfused.has_value();
   if (!unfused) {
-    ur.kernels = emit_plan(p, backend, ur.orchestration);
+    ur.kernels = emit_plan(lowered, backend, ur.orchestration);
     ur.meta = r.meta;
     ur.meta.report.max_drawn_nodes = 0;  // a throwaway artifact, run once: its report.html needs no drawing
     ur.cost_model = r.cost_model;
@@ -402,7 +404,7 @@ void close_the_loop(const std::string& dir, const Graph& p, Backend& backend, In
                               fmt::format("korch-unfused-{}-{}", getpid(), content_hash(dir))).string();
     CompileOptions uo = o;
     uo.unfused = true;
-    write_artifact_files(udir, p, backend, ur, uo);
+    write_artifact_files(udir, lowered, backend, ur, uo);
     const InModelRun urun = run_in_model(udir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
     unfused = urun.end_to_end;
     std::error_code ec;
@@ -537,6 +539,8 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   r.cost_model = r.meta.cost_model = provider->name();
 
   // 4-5. The plan and its kernels.
+  std::optional<Graph> unrewritten;  // the graph before the rewrite choices: the closed loop's unfused baseline
+  if (in_model) unrewritten = p;
   auto plan = [&] {
     t = Clock::now();
     if (r.orchestration.candidates.candidates.empty()) {
@@ -616,7 +620,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
     // Later rounds re-solve a program whose costs barely moved: a shorter solver limit keeps a
     // warm compile of a big model inside half a minute.
     opt.time_limit_s = std::min(opt.time_limit_s, 8.0);
-    close_the_loop(artifact_dir, p, *backend, *in_model, *measured, opt, o, r, plan, say);
+    close_the_loop(artifact_dir, p, *unrewritten, *backend, *in_model, *measured, opt, o, r, plan, say);
   }
   // The compiled-kernel cache stays under its cap (cache_folder.h): least recently used out first.
   if (cache_limit >= 0) {
