@@ -197,16 +197,23 @@ double run_drift(const CompileResult& r, const InModelRun& run, const InModelCos
   return ratios[ratios.size() / 2];
 }
 
-std::vector<std::vector<NodeId>> kernel_sets(const KernelPlan& plan) {
-  std::vector<std::vector<NodeId>> out;
-  for (const PlannedKernel& k : plan.kernels) out.push_back(k.nodes);
+// A plan's kernels by their nodes' names (a re-decided rewrite choice renumbers the graph).
+std::vector<std::vector<std::string>> kernel_sets(const Graph& g, const KernelPlan& plan) {
+  std::vector<std::vector<std::string>> out;
+  for (const PlannedKernel& k : plan.kernels) {
+    std::vector<std::string> names;
+    for (NodeId n : k.nodes) names.push_back(g.nodes[static_cast<size_t>(n)].name);
+    std::sort(names.begin(), names.end());
+    out.push_back(std::move(names));
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
 
 // Step 8 (compile.h). r holds the first plan, written to `dir`. Each round runs the artifact in the
 // model (run_in_model), records the in-model time of every kernel of the plan, and, when some
-// kernel departed from its cost by more than 10%, solves again; the loop stops when none departs,
+// kernel departed from its cost by more than 10%, solves again (rewrite sites included: `plan`
+// chooses them again over `lowered`, the graph before them, so p may change between rounds); the loop stops when none departs,
 // when the plan repeats, when a run stays noisy after its re-takes (nothing of it is stored), or
 // after `loop_rounds` rounds. The plan kept is the one that ran fastest
 // end to end (a later round's only when 3% faster), or an earlier compile's best plan when it was
@@ -222,9 +229,10 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     OrchestrateResult orchestration;
     std::vector<EmittedKernel> kernels;
     InModelRun run;
+    Graph graph;  // the primitive graph it ran (re-solving may choose other rewrites)
   };
   std::vector<Round> rounds;
-  std::vector<std::vector<std::vector<NodeId>>> seen;
+  std::vector<std::vector<std::vector<std::string>>> seen;
   const auto step_note = [&](size_t i, size_t n) { return fmt::format("{}: step {} of {}", o.model_name, i, n); };
   const auto t_loop = Clock::now();
   r.loop.ran = true;
@@ -270,8 +278,8 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
                     round, predicted * 1e6, run.end_to_end * 1e6, run.spread * 100, run_noise(run),
                     run.timer_seconds * 1e9, run.shared_runs ? ", under 0.1% of a run: timed in the same runs" : "",
                     departures, n));
-    seen.push_back(kernel_sets(r.orchestration.plan));
-    rounds.push_back({r.orchestration, r.kernels, run});
+    seen.push_back(kernel_sets(p, r.orchestration.plan));
+    rounds.push_back({r.orchestration, r.kernels, run, p});
     if (run.noisy) {
       say("closed loop: the run stayed noisy after its re-takes: its kernel times are not stored, and the plan is not "
           "solved again on them");
@@ -287,7 +295,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     // Solving again pays only when the departures add up: under 3% of the run, the plan holds.
     if (departures == 0 || departed < 0.03 * run.end_to_end || round >= o.loop_rounds) break;
     plan();  // with the in-model times recorded so far
-    if (std::find(seen.begin(), seen.end(), kernel_sets(r.orchestration.plan)) != seen.end()) {
+    if (std::find(seen.begin(), seen.end(), kernel_sets(p, r.orchestration.plan)) != seen.end()) {
       say("closed loop: the plan repeats an earlier one");
       break;
     }
@@ -339,7 +347,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
       InModelRun again = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
       say(fmt::format("closed loop: an earlier compile's plan measured {:.1f} us then, {:.1f} us now", stored->seconds * 1e6,
                       again.end_to_end * 1e6));
-      rounds.push_back({r.orchestration, r.kernels, again});
+      rounds.push_back({r.orchestration, r.kernels, again, p});
       r.loop.rounds.push_back({r.orchestration.plan.total_seconds(), again.end_to_end, 0, again.spread, again.noisy});
       if (again.end_to_end < rounds[best].run.end_to_end) {
         best = rounds.size() - 1;
@@ -349,6 +357,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   }
   r.orchestration = std::move(rounds[best].orchestration);
   r.kernels = std::move(rounds[best].kernels);
+  r.primitives = std::move(rounds[best].graph);  // (p is r.primitives)
   // Its kernels' times from its own run (a later round may have re-timed a shared kernel next to
   // other neighbours); the database keeps these.
   const InModelRun& kept = rounds[best].run;
@@ -539,14 +548,17 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   r.cost_model = r.meta.cost_model = provider->name();
 
   // 4-5. The plan and its kernels.
-  std::optional<Graph> unrewritten;  // the graph before the rewrite choices: the closed loop's unfused baseline
+  // The graph before the rewrite choices: the closed loop decides them again on in-model costs,
+  // and its unfused baseline runs this graph.
+  std::optional<Graph> unrewritten;
   if (in_model) unrewritten = p;
+  bool in_loop = false;
   auto plan = [&] {
     t = Clock::now();
-    if (r.orchestration.candidates.candidates.empty()) {
-      // The rewrites are chosen with the first plan; later plans (the closed loop, verification's
-      // replacements) re-select on the graph they chose.
-      RewriteChoiceResult chosen = orchestrate_with_rewrites(p, *provider, opt);
+    if (r.orchestration.candidates.candidates.empty() || (in_loop && !r.orchestration.rewrites.offered.empty())) {
+      // The rewrites are chosen with the first plan, and again in the closed loop; verification's
+      // replacements re-select on the graph they chose.
+      RewriteChoiceResult chosen = orchestrate_with_rewrites(in_loop ? *unrewritten : p, *provider, opt);
       r.primitives = std::move(chosen.graph);
       r.orchestration = std::move(chosen.result);
     } else {
@@ -620,6 +632,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
     // Later rounds re-solve a program whose costs barely moved: a shorter solver limit keeps a
     // warm compile of a big model inside half a minute.
     opt.time_limit_s = std::min(opt.time_limit_s, 8.0);
+    in_loop = true;
     close_the_loop(artifact_dir, p, *unrewritten, *backend, *in_model, *measured, opt, o, r, plan, say);
   }
   // The compiled-kernel cache stays under its cap (cache_folder.h): least recently used out first.
