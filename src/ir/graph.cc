@@ -142,18 +142,21 @@ void Graph::remove_dead_code() {
 
 void Graph::topo_sort() {
   // Kahn's algorithm, picking the lowest original index first so sorted graphs keep their order.
-  std::vector<NodeId> producer(values.size(), -1);
+  // A reader comes after every node that writes what it reads (one, except in the union of
+  // rewrite variants that orchestrate/rewrite_choice.cc sorts).
+  std::vector<std::vector<NodeId>> writers(values.size());
   for (size_t i = 0; i < nodes.size(); ++i)
     for (ValueId o : nodes[i].outputs)
-      if (o != kNoValue) producer[static_cast<size_t>(o)] = static_cast<NodeId>(i);
+      if (o != kNoValue) writers[static_cast<size_t>(o)].push_back(static_cast<NodeId>(i));
   std::vector<int> indeg(nodes.size(), 0);
   std::vector<std::vector<NodeId>> succ(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i)
     for (ValueId v : nodes[i].inputs)
-      if (v != kNoValue && producer[static_cast<size_t>(v)] >= 0) {
-        ++indeg[i];
-        succ[static_cast<size_t>(producer[static_cast<size_t>(v)])].push_back(static_cast<NodeId>(i));
-      }
+      if (v != kNoValue)
+        for (NodeId w : writers[static_cast<size_t>(v)]) {
+          ++indeg[i];
+          succ[static_cast<size_t>(w)].push_back(static_cast<NodeId>(i));
+        }
   std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (indeg[i] == 0) ready.push(static_cast<NodeId>(i));

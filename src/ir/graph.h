@@ -92,7 +92,9 @@ class Graph {
   std::vector<int> use_counts() const;
   // Removes nodes whose outputs reach no graph output and values nothing refers to; renumbers.
   void remove_dead_code();
-  // Re-sorts `nodes` topologically (stable for already-sorted graphs). Throws on a cycle.
+  // Re-sorts `nodes` topologically (stable for already-sorted graphs). Throws on a cycle. A value
+  // several nodes write (only in orchestrate/rewrite_choice.cc's union of variants) is read after
+  // all of them; its producer is then the last.
   void topo_sort();
 
   int64_t parameter_count() const;  // elements in constant values used by nodes

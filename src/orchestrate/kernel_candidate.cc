@@ -236,6 +236,15 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
   return out;
 }
 
+std::string candidate_names(const Graph& g, const KernelCandidate& c) {
+  std::vector<std::string> nodes, outputs;
+  for (NodeId n : c.nodes) nodes.push_back(g.nodes.at(static_cast<size_t>(n)).name);
+  for (ValueId v : c.outputs) outputs.push_back(g.value(v).name);
+  std::sort(nodes.begin(), nodes.end());
+  std::sort(outputs.begin(), outputs.end());
+  return fmt::format("n,{}|o,{}", fmt::join(nodes, ","), fmt::join(outputs, ","));
+}
+
 std::string describe_candidate(const Graph& g, const KernelCandidate& c) {
   std::string ops;
   for (NodeId id : c.nodes) {

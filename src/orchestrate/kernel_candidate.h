@@ -85,6 +85,10 @@ KernelCandidate make_candidate(const Graph& g, std::vector<NodeId> nodes, bool m
 // All candidates of `g` (a primitive graph, topologically sorted, dead code removed).
 CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& options);
 
+// The candidate by name, "n,<node names>|o,<output names>", each list sorted: names, unlike ids
+// and orders, identify one kernel across the rewrite variants of a model (rewrite_choice.h).
+std::string candidate_names(const Graph& g, const KernelCandidate& c);
+
 // Readable one-liner: "Conv+Add+Relu [3 prims, 1 linear]".
 std::string describe_candidate(const Graph& g, const KernelCandidate& c);
 

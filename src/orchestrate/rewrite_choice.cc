@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -139,17 +138,8 @@ std::optional<Graph> apply_sites(const Graph& p, const std::vector<int>& sites, 
   return g;
 }
 
-// A candidate by name: its nodes and its outputs (what the program and the cost cache key on).
-std::string candidate_key(const Graph& g, const KernelCandidate& c) {
-  std::vector<std::string> nodes, outputs;
-  for (NodeId n : c.nodes) nodes.push_back(g.nodes[static_cast<size_t>(n)].name);
-  for (ValueId v : c.outputs) outputs.push_back(g.value(v).name);
-  std::sort(nodes.begin(), nodes.end());
-  std::sort(outputs.begin(), outputs.end());
-  return fmt::format("{}|{}", fmt::join(nodes, ","), fmt::join(outputs, ","));
-}
 
-// Costs already asked for (by candidate_key), answered again without the provider; the rest from it.
+// Costs already asked for (by candidate_names), answered again without the provider; the rest from it.
 class KnownCosts : public CostProvider {
  public:
   KnownCosts(CostProvider& inner, std::map<std::string, KernelCost> known) : inner_(inner), known_(std::move(known)) {}
@@ -157,11 +147,11 @@ class KnownCosts : public CostProvider {
   void prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) override {
     std::vector<KernelCandidate> unknown;
     for (const KernelCandidate& c : candidates)
-      if (!known_.count(candidate_key(g, c))) unknown.push_back(c);
+      if (!known_.count(candidate_names(g, c))) unknown.push_back(c);
     if (!unknown.empty()) inner_.prepare(g, unknown);
   }
   KernelCost cost(const Graph& g, const KernelCandidate& c) override {
-    auto it = known_.find(candidate_key(g, c));
+    auto it = known_.find(candidate_names(g, c));
     return it != known_.end() ? it->second : inner_.cost(g, c);
   }
 
@@ -198,33 +188,8 @@ Graph union_graph(const Graph& p, const std::vector<Graph>& variants) {
       u.nodes.push_back(std::move(copy));
     }
   }
-  // Kahn's algorithm over every writer of each value (lowest index first: P keeps its order).
-  std::vector<std::vector<NodeId>> writers(u.values.size());
-  for (size_t i = 0; i < u.nodes.size(); ++i)
-    for (ValueId o : u.nodes[i].outputs)
-      if (o != kNoValue) writers[static_cast<size_t>(o)].push_back(static_cast<NodeId>(i));
-  std::vector<int> indeg(u.nodes.size(), 0);
-  std::vector<std::vector<NodeId>> succ(u.nodes.size());
-  for (size_t i = 0; i < u.nodes.size(); ++i)
-    for (ValueId in : u.nodes[i].inputs)
-      if (in != kNoValue)
-        for (NodeId w : writers[static_cast<size_t>(in)]) {
-          ++indeg[i];
-          succ[static_cast<size_t>(w)].push_back(static_cast<NodeId>(i));
-        }
-  std::priority_queue<NodeId, std::vector<NodeId>, std::greater<>> ready;
-  for (size_t i = 0; i < u.nodes.size(); ++i)
-    if (indeg[i] == 0) ready.push(static_cast<NodeId>(i));
-  std::vector<Node> sorted;
-  while (!ready.empty()) {
-    const NodeId n = ready.top();
-    ready.pop();
-    sorted.push_back(u.nodes[static_cast<size_t>(n)]);
-    for (NodeId s : succ[static_cast<size_t>(n)])
-      if (--indeg[static_cast<size_t>(s)] == 0) ready.push(s);
-  }
-  KORCH_CHECK(sorted.size() == u.nodes.size(), "the union of the rewrite variants has a cycle");
-  u.nodes = std::move(sorted);
+  u.topo_sort();  // every writer of a value before its readers; P keeps its order
+  // A value both variants write keeps P's writer as its producer.
   for (Value& val : u.values)
     if (!val.is_constant()) val.producer = -1;
   for (size_t i = 0; i < u.nodes.size(); ++i)
@@ -366,7 +331,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   std::vector<KernelCandidate> cands;
   std::vector<double> seconds;
   double unfused = 0;  // one kernel per primitive of P: the baseline is the graph as given
-  std::map<std::string, KernelCost> known;  // by candidate_key, for P*'s candidates below
+  std::map<std::string, KernelCost> known;  // by candidate_names, for P*'s candidates below
   std::set<std::pair<std::vector<NodeId>, std::vector<ValueId>>> seen;
   const std::vector<const Graph*> graphs = [&] {
     std::vector<const Graph*> gs{&p};
@@ -386,7 +351,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
     const CostTable costs = fill_cost_table(*g, fresh, provider);
     for (size_t i = 0; i < fresh.size(); ++i) {
       seconds.push_back(costs.costs[i].seconds);
-      known.emplace(candidate_key(*g, fresh[i]), costs.costs[i]);
+      known.emplace(candidate_names(*g, fresh[i]), costs.costs[i]);
       if (g == &p && fresh[i].nodes.size() == 1 && !fresh[i].minimal_outputs && costs.costs[i].feasible())
         unfused += costs.costs[i].seconds;
     }

@@ -84,13 +84,7 @@ InModelCosts::InModelCosts(CostProvider& inner, const std::string& db_path, std:
 InModelCosts::~InModelCosts() = default;
 
 std::string InModelCosts::instance(const Graph& g, const KernelCandidate& c) const {
-  // Sorted: two variants may order the same nodes differently.
-  std::vector<std::string> nodes, outputs;
-  for (NodeId n : c.nodes) nodes.push_back(g.nodes.at(static_cast<size_t>(n)).name);
-  for (ValueId v : c.outputs) outputs.push_back(g.value(v).name);
-  std::sort(nodes.begin(), nodes.end());
-  std::sort(outputs.begin(), outputs.end());
-  return content_hash(fmt::format("{}|names|n,{}|o,{}", model_key_, fmt::join(nodes, ","), fmt::join(outputs, ",")));
+  return content_hash(fmt::format("{}|names|{}", model_key_, candidate_names(g, c)));
 }
 
 void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
