@@ -34,16 +34,21 @@ def models_present(names, model_dir):
             print(f"skip {m}: {path} missing (scripts/export_models.py)", file=sys.stderr)
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def add_model_args(ap):
+    """The flags the model-by-model benches share: which models, where, which korch, where to write."""
     ap.add_argument("--models", nargs="*", default=PAPER + HELDBACK)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
     ap.add_argument("--model-dir", default=os.path.join(ROOT, ".cache", "models"))
+    ap.add_argument("--out", default=None)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_model_args(ap)
     ap.add_argument("--extra-args", default="", help="more korch compile flags, e.g. '--max-fanout 2'")
     ap.add_argument("--cost", default="analytic", choices=["analytic", "measured"],
                     help="measured: on this CPU, from (and into) the tuning database")
-    ap.add_argument("--out", default=None)
     a = ap.parse_args()
     out = a.out or os.path.join(ROOT, "bench", "results", f"orchestration_{a.device}"
                                 f"{'_measured' if a.cost == 'measured' else ''}.md")

@@ -17,7 +17,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from orchestration import PAPER, HELDBACK, models_present  # noqa: E402
+from orchestration import add_model_args, models_present  # noqa: E402
 
 
 def compile_once(korch, path, device, art, extra, cost="analytic"):
@@ -41,6 +41,18 @@ def bench_once(korch, art, runs):
         return json.load(f)["korch"]["median_ms"]
 
 
+def write_table(out, title, command, about, header, rows):
+    """The results file: title, the command and machine, what the columns mean, the table."""
+    with open(out, "w") as f:
+        f.write(f"# {title}\n\n")
+        f.write(f"Command: `{command}` on {os.uname().nodename} ({os.cpu_count()} CPUs), {time.strftime('%Y-%m-%d')}.\n")
+        f.write(about + "\n\n")
+        f.write("| " + " | ".join(header) + " |\n")
+        f.write("|" + "---|" * len(header) + "\n")
+        f.write("\n".join(rows) + "\n")
+    print(f"wrote {out}")
+
+
 def measured(a):
     out = a.out or os.path.join(ROOT, "bench", "results", "rewrite_choices_measured.md")
     rows = []
@@ -60,30 +72,21 @@ def measured(a):
                f"({min(ratios):.3f}-{max(ratios):.3f}) | {t_off:.0f} | {t_on:.0f} |")
         print(row, flush=True)
         rows.append(row)
-    with open(out, "w") as f:
-        f.write("# Rewrites as choices, measured (cpu)\n\n")
-        f.write(f"Command: `.venv/bin/python bench/rewrite_choices.py --measured --rounds {a.rounds} --runs {a.runs} "
-                f"--models {' '.join(a.models)}` on {os.uname().nodename} ({os.cpu_count()} CPUs), "
-                f"{time.strftime('%Y-%m-%d')}.\n")
-        f.write("Each model compiled with measured costs and the closed loop, without rewrite choices and with "
+    write_table(out, "Rewrites as choices, measured (cpu)",
+                f".venv/bin/python bench/rewrite_choices.py --measured --rounds {a.rounds} --runs {a.runs} "
+                f"--models {' '.join(a.models)}",
+                "Each model compiled with measured costs and the closed loop, without rewrite choices and with "
                 "them (tuning database warm for the kernels both share). Then both artifacts timed with `korch bench "
                 "--peers none --no-unfused --rounds 1` in alternating rounds, one process each; medians over the "
                 "rounds of each round's median; ratio = with / without per round (below 1: the rewrites pay), "
-                "median and range.\n\n")
-        f.write("| model | sites | chosen | compile's measured without (ms) | with (ms) | bench without (ms) | "
-                "bench with (ms) | with / without | compile without (s) | with (s) |\n")
-        f.write("|---|---|---|---|---|---|---|---|---|---|\n")
-        f.write("\n".join(rows) + "\n")
-    print(f"wrote {out}")
+                "median and range.",
+                ["model", "sites", "chosen", "compile's measured without (ms)", "with (ms)", "bench without (ms)",
+                 "bench with (ms)", "with / without", "compile without (s)", "with (s)"], rows)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", nargs="*", default=PAPER + HELDBACK)
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
-    ap.add_argument("--model-dir", default=os.path.join(ROOT, ".cache", "models"))
-    ap.add_argument("--out", default=None)
+    add_model_args(ap)
     ap.add_argument("--measured", action="store_true", help="measured costs on this CPU, and korch bench")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=30)
@@ -107,19 +110,14 @@ def main():
                f"{100 * on['solver']['gap']:.3g}% | {t_off:.1f} | {t_on:.1f} |")
         print(row, flush=True)
         rows.append(row)
-    with open(out, "w") as f:
-        f.write(f"# Rewrites as choices ({a.device}, analytic costs)\n\n")
-        f.write(f"Command: `.venv/bin/python bench/rewrite_choices.py --device {a.device}` on "
-                f"{os.uname().nodename} ({os.cpu_count()} CPUs), {time.strftime('%Y-%m-%d')}.\n")
-        f.write("Each model compiled twice in fresh `korch compile` processes: without rewrite choices "
+    write_table(out, f"Rewrites as choices ({a.device}, analytic costs)",
+                f".venv/bin/python bench/rewrite_choices.py --device {a.device}",
+                "Each model compiled twice in fresh `korch compile` processes: without rewrite choices "
                 "(`--no-rewrite-choices`) and with them (the default). Estimated latencies are the analytic "
                 "model's, not measurements; compile times are wall seconds of the whole compile on a shared "
-                "machine.\n\n")
-        f.write("| model | sites offered | chosen | chosen by rule | variant graphs | plan without (us) | "
-                "plan with (us) | gain | solver | compile without (s) | compile with (s) |\n")
-        f.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
-        f.write("\n".join(rows) + "\n")
-    print(f"wrote {out}")
+                "machine.",
+                ["model", "sites offered", "chosen", "chosen by rule", "variant graphs", "plan without (us)",
+                 "plan with (us)", "gain", "solver", "compile without (s)", "compile with (s)"], rows)
 
 
 if __name__ == "__main__":
