@@ -202,11 +202,9 @@ py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, c
   d["solver_status"] = solve_status_name(r.orchestration.selection.solve.status);
   d["gap"] = r.orchestration.selection.solve.gap;
   d["cost_model"] = r.cost_model;
-  py::list chosen;  // the rules of the rewrite sites the plan chose (rewrite_choice.h)
-  for (int i : r.orchestration.rewrites.chosen) chosen.append(r.orchestration.rewrites.offered.at(static_cast<size_t>(i)).rule);
-  py::dict rewrites;
+  py::dict rewrites;  // the rewrite sites offered, and the rules of those the plan chose (rewrite_choice.h)
   rewrites["offered"] = r.orchestration.rewrites.offered.size();
-  rewrites["chosen"] = chosen;
+  rewrites["chosen"] = r.orchestration.rewrites.chosen_rules();
   d["rewrites"] = rewrites;
   return d;
 }

@@ -144,7 +144,7 @@ Command add_explain(CLI::App& app) {
           fmt::print("    {:<22} at {}: {}; {}\n", c.at("rule").get<std::string>(), c.at("name").get<std::string>(),
                      c.at("description").get<std::string>(),
                      c.at("saved_s").is_null()
-                         ? std::string("saving not computed (time)")
+                         ? std::string("saving not computed (its time ran out, or a memory budget)")
                          : fmt::format("without it the plan is {:.2f} us slower", c.at("saved_s").get<double>() * 1e6));
       }
 

@@ -149,7 +149,7 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
   }
   if (!o.rewrites.offered.empty()) {
     std::map<std::string, int> rules;
-    for (int i : o.rewrites.chosen) ++rules[o.rewrites.offered.at(static_cast<size_t>(i)).rule];
+    for (const std::string& rule : o.rewrites.chosen_rules()) ++rules[rule];
     std::vector<std::string> counts;
     for (const auto& [rule, count] : rules) counts.push_back(fmt::format("{}x {}", count, rule));
     fmt::print("  rewrites: {} of {} sites chosen{} ({} variant graphs{}; korch explain shows what each saved)\n",
@@ -270,9 +270,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                    {"failures", m.failures},         {"pruned_examples", m.pruned_examples}};
   }
   if (!o.rewrites.offered.empty()) {
-    std::vector<std::string> chosen;
-    for (int i : o.rewrites.chosen) chosen.push_back(o.rewrites.offered.at(static_cast<size_t>(i)).rule);
-    j["rewrites"] = {{"offered", o.rewrites.offered.size()}, {"chosen", chosen}};
+    j["rewrites"] = {{"offered", o.rewrites.offered.size()}, {"chosen", o.rewrites.chosen_rules()}};
   }
   if (r.loop.ran) {
     const LoopReport& l = r.loop;

@@ -117,6 +117,11 @@ struct RewriteReport {
   };
   std::vector<Site> offered;
   std::vector<int> chosen;      // indices into offered
+  std::vector<std::string> chosen_rules() const {  // the rule of each chosen site, in order
+    std::vector<std::string> rules;
+    for (int i : chosen) rules.push_back(offered.at(static_cast<size_t>(i)).rule);
+    return rules;
+  }
   int variant_graphs = 0;       // graphs whose candidates entered the program
   bool exhaustive = false;      // every combination of compatible sites among them
   int64_t candidates = 0;       // candidates of the program (over all variants)
