@@ -195,8 +195,11 @@ struct PoolDim {
   int64_t in, out, k, s, d, pb, pe;
 };
 
+// A channels-last pool (attribute channels_last = 1) has its spatial dims at 1.. instead of 2...
+size_t first_spatial_dim(const Node& n) { return n.attrs.get_int("channels_last", 0) != 0 ? 1 : 2; }
+
 std::vector<PoolDim> pool_dims(const Node& n, const Shape& x, const Shape& y) {
-  const size_t nsp = x.size() - 2;
+  const size_t nsp = x.size() - 2, sp = first_spatial_dim(n);
   const auto ks = n.attrs.get_ints("kernel_shape");
   const auto st = n.attrs.get_ints("strides", std::vector<int64_t>(nsp, 1));
   const auto dl = n.attrs.get_ints("dilations", std::vector<int64_t>(nsp, 1));
@@ -205,7 +208,7 @@ std::vector<PoolDim> pool_dims(const Node& n, const Shape& x, const Shape& y) {
   if (ap.empty()) ap = "NOTSET";
   std::vector<PoolDim> dims;
   for (size_t i = 0; i < nsp; ++i) {
-    PoolDim p{x[2 + i], y[2 + i], ks[i], st.empty() ? 1 : st[i], dl.empty() ? 1 : dl[i], 0, 0};
+    PoolDim p{x[sp + i], y[sp + i], ks[i], st.empty() ? 1 : st[i], dl.empty() ? 1 : dl[i], 0, 0};
     if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
       const AxisPads same = same_auto_pads(p.in, p.out, p.s, (p.k - 1) * p.d + 1, ap == "SAME_UPPER");
       p.pb = same.before;
@@ -250,14 +253,15 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
     for (const PoolDim& p : dims) red.push_back(p.k);
     const bool is_max = op == "MaxPool";
     const bool cip = n.attrs.get_int("count_include_pad", 0) != 0;
+    const size_t sp = first_spatial_dim(n);  // [N, C, spatial..] or [N, spatial.., C]
     Stage st = plan_stage(kc, out, red, true, [&](StageBuilder& b, const std::vector<int>& k, const std::vector<int>& r) {
-      std::vector<int> src = {k[0], k[1]};
+      std::vector<int> src = k;
       int cond = b.e_iconst(DType::kBool, 1);
       for (size_t j = 0; j < dims.size(); ++j) {
         const PoolDim& p = dims[j];
-        const int pos = b.ix_add(b.ix_mul(k[2 + j], p.s), b.ix_add_const(b.ix_mul(r[j], p.d), -p.pb));
+        const int pos = b.ix_add(b.ix_mul(k[sp + j], p.s), b.ix_add_const(b.ix_mul(r[j], p.d), -p.pb));
         cond = b.e_binary(Fn::kAnd, cond, b.e_in_range(pos, 0, p.in));
-        src.push_back(b.ix_clamp(pos, 0, p.in - 1));
+        src[sp + j] = b.ix_clamp(pos, 0, p.in - 1);
       }
       const int v = b.value_at(x, src);
       const double ident = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
@@ -276,7 +280,7 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
             counts[static_cast<size_t>(o)] = cip ? padded : inside;
           }
           const int table = kc.add_table(DType::kInt64, counts);
-          const int cj = b.e_cast(xdt, b.e_table(table, k[2 + j]));
+          const int cj = b.e_cast(xdt, b.e_table(table, k[sp + j]));
           count = count < 0 ? cj : b.e_binary(Fn::kMul, count, cj);
         }
         if (count >= 0) result = b.e_binary(Fn::kDiv, result, count);

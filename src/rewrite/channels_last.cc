@@ -45,6 +45,7 @@ class Sinker {
       if (primitive_kind(g_, copy) == PrimitiveKind::kElementwise) done = elementwise(copy);
       else if (reduce_ops().count(copy.op_type) && copy.domain.empty()) done = reduce(copy);
       else if (is_default(copy, "Concat")) done = concat(copy);
+      else if (is_default(copy, "MaxPool") || is_default(copy, "AveragePool")) done = pool(copy);
       if (done) ++*moved;
     }
     return rw_.finish();
@@ -163,6 +164,17 @@ class Sinker {
     Attributes attrs = n.attrs;
     attrs.set("axis", channels_first_perm(rank)[static_cast<size_t>(normalize_axis(n.attrs.get_int("axis"), rank))]);
     return finish_node(n.outputs[0], rw_.append_node("Concat", ins, attrs)[0]);
+  }
+
+  // MaxPool / AveragePool of T_first(a): the channels-last pool of a (ir/ops/pool.cc), then T_first.
+  bool pool(const Node& n) {
+    if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) return false;  // Indices count NCHW positions
+    if (n.attrs.get_int("channels_last", 0) != 0) return false;
+    const ValueId a = channels_first_source(g_, n.inputs[0]);
+    if (a == kNoValue || g_.type(a).rank() > 5) return false;
+    Attributes attrs = n.attrs;
+    attrs.set("channels_last", int64_t{1});
+    return finish_node(n.outputs[0], rw_.append_node(n.op_type, {a}, attrs)[0]);
   }
 
   Graph& g_;

@@ -25,7 +25,9 @@
 //   Reduce*       T_first(a) with constant axes A: Reduce(a, p[A]); keepdims: then T_first;
 //                 keepdims = 0 only when the kept dims stay in order
 //   Concat        every input T_first(a_i) or constant: Concat(a_i, axis p[axis]), then T_first
-// Everything else (pooling, Resize, Reshape of a spatial tensor, Slice, Pad) keeps its input
+//   MaxPool, AveragePool   T_first(a), no Indices output: the channels-last pool of a (attribute
+//                 channels_last = 1, ir/ops/pool.cc), then T_first
+// Everything else (LpPool, Resize, Reshape of a spatial tensor, Slice, Pad) keeps its input
 // Transpose: a layout conversion the orchestrator sees and costs.
 //
 // Why a pass and not a per-value choice in the BLP: the BLP picks kernels over one primitive graph;

@@ -276,6 +276,19 @@ std::vector<LoopCase> op_cases() {
         if (std::string(op) == "AveragePool" && p.dil != I(p.dil.size(), 1)) a.set("dilations", p.dil);
         return b.node(op, {x}, a);
       }));
+      // The channels-last form the layout pass writes (rewrite/channels_last.h): [N, spatial.., C].
+      const std::string name = p.name;
+      if (name != "2d_k3s2p1" && name != "2d_ceil_pad_cip" && name != "2d_rows_dil_asym_ceil" && name != "2d_cols_k13" &&
+          name != "1d" && name != "3d")
+        continue;
+      const Shape cl = permute_shape(p.s, channels_last_perm(static_cast<int64_t>(p.s.size())));
+      cs.push_back(single(fmt::format("{}_{}_channels_last", op, p.name), cl, [=](GraphBuilder& b, ValueId x) {
+        Attributes a = attrs({{"kernel_shape", p.k}, {"strides", p.st}, {"pads", p.pads}, {"ceil_mode", p.ceil},
+                              {"channels_last", int64_t{1}}});
+        if (std::string(op) == "MaxPool" || p.dil != I(p.dil.size(), 1)) a.set("dilations", p.dil);
+        if (std::string(op) == "AveragePool") a.set("count_include_pad", p.cip);
+        return b.node(op, {x}, a);
+      }));
     }
   }
   return cs;

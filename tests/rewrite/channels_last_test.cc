@@ -24,6 +24,13 @@ Attributes conv_attrs(int64_t group = 1) {
   return a;
 }
 
+Attributes pool_2x2() {
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{2, 2});
+  a.set("strides", std::vector<int64_t>{2, 2});
+  return a;
+}
+
 int channels_last_convs(const Graph& g) {
   int n = 0;
   for (const Node& node : g.nodes) n += node.op_type == "Conv" && node.attrs.get_int("channels_last", 0) != 0;
@@ -100,9 +107,9 @@ TEST(RewriteChannelsLast, ReductionsAndBroadcastsFollowTheLayout) {
   EXPECT_EQ(count_op(out, "Transpose"), 1);  // at the input only: the [2,6] output needs none
 }
 
-// Concat along channels becomes a Concat along the last axis; a MaxPool keeps its Transposes (a
-// layout change the orchestrator prices).
-TEST(RewriteChannelsLast, ConcatMovesAndPoolingKeepsItsTransposes) {
+// Concat along channels becomes a Concat along the last axis, and MaxPool / AveragePool pool
+// channels-last (attribute channels_last = 1): no Transpose between the convolutions.
+TEST(RewriteChannelsLast, ConcatAndPoolingMove) {
   GraphBuilder b;
   ValueId x = b.input({1, 3, 6, 6});
   ValueId a = b.op("Conv", {x, b.random({4, 3, 3, 3}, 3)}, conv_attrs());
@@ -110,18 +117,35 @@ TEST(RewriteChannelsLast, ConcatMovesAndPoolingKeepsItsTransposes) {
   Attributes axis;
   axis.set("axis", int64_t{1});
   ValueId cat = b.op("Concat", {a, c}, axis);  // [1,6,6,6]
-  Attributes pool;
-  pool.set("kernel_shape", std::vector<int64_t>{2, 2});
-  pool.set("strides", std::vector<int64_t>{2, 2});
+  const Attributes pool = pool_2x2();
   ValueId p = b.op("MaxPool", {cat}, pool);
-  b.output(b.op("Conv", {p, b.random({5, 6, 3, 3}, 5)}, conv_attrs()));
+  Attributes avg = pool;
+  avg.set("pads", std::vector<int64_t>{1, 0, 0, 1});
+  avg.set("ceil_mode", int64_t{1});
+  ValueId q = b.op("AveragePool", {b.op("Conv", {p, b.random({5, 6, 3, 3}, 5)}, conv_attrs())}, avg);
+  b.output(b.op("Conv", {q, b.random({2, 5, 3, 3}, 6)}, conv_attrs()));
   Graph out = expect_rewrite_equivalent(b.g, channels_last_then_simplify(), true, 1e-5);
-  EXPECT_EQ(channels_last_convs(out), 3);
+  EXPECT_EQ(channels_last_convs(out), 4);
+  for (const Node& n : out.nodes) {
+    if (n.op_type == "Concat") EXPECT_EQ(n.attrs.get_int("axis"), 3);
+    if (n.op_type == "MaxPool" || n.op_type == "AveragePool") EXPECT_EQ(n.attrs.get_int("channels_last", 0), 1);
+  }
+  EXPECT_EQ(count_op(out, "Transpose"), 2);  // input, output
+}
+
+// A MaxPool whose Indices output is read keeps its Transpose: Indices count NCHW positions.
+TEST(RewriteChannelsLast, MaxPoolWithIndicesKeepsItsTranspose) {
+  GraphBuilder b;
+  ValueId x = b.input({1, 3, 6, 6});
+  ValueId a = b.op("Conv", {x, b.random({4, 3, 3, 3}, 3)}, conv_attrs());
+  const Attributes pool = pool_2x2();
+  const std::vector<ValueId> outs = b.ops("MaxPool", {a}, pool, 2);
+  b.output(outs[0]);
+  b.output(outs[1]);
+  Graph out = expect_rewrite_equivalent(b.g, channels_last_then_simplify(), true, 1e-5);
   for (const Node& n : out.nodes)
-    if (n.op_type == "Concat") {
-      EXPECT_EQ(n.attrs.get_int("axis"), 3);
-    }
-  EXPECT_EQ(count_op(out, "Transpose"), 4);  // input, around the pool, output
+    if (n.op_type == "MaxPool") EXPECT_EQ(n.attrs.get_int("channels_last", 0), 0);
+  EXPECT_EQ(count_op(out, "Transpose"), 2);  // input, before the pool
 }
 
 TEST(RewriteChannelsLast, LeavesWhatItCannotConvert) {

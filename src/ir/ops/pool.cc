@@ -4,6 +4,10 @@
 // 1-D, 2-D and 3-D. Semantics follow the ONNX reference: in ceil_mode the last window must start
 // inside the input or the left padding; AveragePool with count_include_pad counts window positions
 // inside the padded extent [-pad_begin, in + pad_end) (not those beyond it that ceil_mode adds).
+//
+// Korch's channels-last MaxPool / AveragePool (attribute channels_last = 1, written only by the
+// channels_last layout pass, rewrite/channels_last.h): X and Y are [N, spatial.., C]; the same
+// result as Transpose(Pool(Transpose(X))). No Indices output in that form.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -179,9 +183,18 @@ double lp_p(const Attributes& attrs) {
   return static_cast<double>(p);
 }
 
+bool pool_channels_last(const Attributes& attrs) { return attrs.get_int("channels_last", 0) != 0; }
+
 std::vector<TensorType> infer_pool(const OpInferContext& ctx, PoolKind kind) {
   const TensorType& x = ctx.input(0);
   check_pool_dtype(x.dtype, kind);
+  if (pool_channels_last(ctx.attrs())) {
+    if (kind == PoolKind::kLp) fail("channels-last LpPool is not supported");
+    if (x.rank() < 3) fail("channels-last {} needs an input of rank >= 3, got {}", kind_name(kind), shape_str(x.shape));
+    const int64_t rank = x.rank();
+    const PoolGeom g = pool_geometry(ctx.attrs(), permute_shape(x.shape, channels_first_perm(rank)), kind);
+    return {TensorType{x.dtype, permute_shape(pool_out_shape(g), channels_last_perm(rank))}};
+  }
   if (kind == PoolKind::kMax) {
     const int64_t so = ctx.attrs().get_int("storage_order", 0);
     if (so != 0 && so != 1) fail("attribute 'storage_order' must be 0 or 1, got {}", so);
@@ -195,11 +208,13 @@ std::vector<TensorType> infer_pool(const OpInferContext& ctx, PoolKind kind) {
 }
 
 std::vector<Tensor> eval_pool(const OpEvalContext& ctx, PoolKind kind) {
-  const Tensor& x = ctx.input(0);
+  const bool cl = pool_channels_last(ctx.attrs());
+  const int64_t rank = ctx.input(0).rank();
+  const Tensor x = cl ? ctx.input(0).transposed(channels_first_perm(rank)) : ctx.input(0);
   PoolGeom g = pool_geometry(ctx.attrs(), x.shape(), kind);
-  Tensor y(ctx.output_type(0));
+  Tensor y(ctx.output_type(0).dtype, pool_out_shape(g));
   Tensor idx;
-  const bool want_indices = kind == PoolKind::kMax && ctx.num_outputs() > 1 && ctx.node.outputs.size() > 1 &&
+  const bool want_indices = !cl && kind == PoolKind::kMax && ctx.num_outputs() > 1 && ctx.node.outputs.size() > 1 &&
                             ctx.node.outputs[1] != kNoValue;
   if (want_indices) idx = Tensor(ctx.output_type(1));
   const bool cip = ctx.attrs().get_int("count_include_pad", 0) != 0;
@@ -209,6 +224,7 @@ std::vector<Tensor> eval_pool(const OpEvalContext& ctx, PoolKind kind) {
     using T = decltype(tag);
     run_pool<T>(g, kind, cip, p, so, x.data<T>(), y.data<T>(), want_indices ? idx.data<int64_t>() : nullptr);
   });
+  if (cl) return {y.transposed(channels_last_perm(rank))};
   std::vector<Tensor> out{y};
   if (kind == PoolKind::kMax) out.push_back(idx);
   return out;
