@@ -359,7 +359,7 @@ Stage reduce_stage(KernelContext& kc, const Node& n, int out_buffer) {
 // half the innermost-level tests, clamps and index folds the whole loop does.
 std::vector<Stage> pointwise_stages_for(KernelContext& kc, const Shape& shape,
                                         const std::vector<std::pair<ValueId, int>>& outs) {
-  constexpr size_t kMaxPieces = 5;
+  constexpr size_t kMaxPieces = 64;
   const Body body = [&](StageBuilder& b, const std::vector<int>& k, const std::vector<int>&) {
     for (const auto& [v, buffer] : outs) b.stage().stores.push_back(Store{buffer, b.flat_index(k, shape), b.value_at(v, k)});
   };

@@ -167,6 +167,23 @@ std::vector<LoopCase> op_cases() {
     }
     cs.push_back(whole_graph_case("Concat_12_inputs_axis1", b.finish({b.node("Concat", parts, attrs({{"axis", int64_t{1}}}))})));
   }
+  // The same block channels-last: 20 inputs along the innermost axis, then a per-channel scale and
+  // shift (index-set splitting: one piece per input).
+  {
+    GraphBuilder b;
+    std::vector<ValueId> parts;
+    int64_t width = 0;
+    for (int i = 0; i < 20; ++i) {
+      const int64_t w = i % 3 + 2;
+      ValueId x = b.f32(fmt::format("x{}", i), {1, 3, 5, w});
+      parts.push_back(i % 4 == 0 ? b.node("Relu", {x}) : x);
+      width += w;
+    }
+    ValueId c = b.node("Concat", parts, attrs({{"axis", int64_t{3}}}));
+    auto per_channel = [&](const char* name) { return b.node("Expand", {b.f32(name, {width}), b.ints({1, 3, 5, width})}); };
+    ValueId y = b.node("Add", {b.node("Mul", {c, per_channel("scale")}), per_channel("shift")});
+    cs.push_back(whole_graph_case("Concat_20_inputs_innermost_scale_shift", b.finish({y})));
+  }
   cs.push_back(single("Slice_basic", {6, 10}, [](GraphBuilder& b, ValueId x) {
     return b.node("Slice", {x, b.ints({1, 2}), b.ints({5, 9})});
   }));

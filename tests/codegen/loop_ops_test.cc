@@ -242,6 +242,26 @@ TEST(LoopKernel, InnermostConcatAndPadSplitTheLoopAtTheirSeams) {
       if (n.level == static_cast<int>(interior.loops.size()) - 1)
         EXPECT_TRUE(n.op == loop::IndexOp::kVar || n.op == loop::IndexOp::kSum) << describe_loop_kernel(*k);
   }
+  {  // A dense block's channels-last Concat (24 inputs, more than a reflect pad's few pieces) with
+     // the next layer's per-channel scale and shift: one piece per input, no test left in any.
+    GraphBuilder b;
+    std::vector<ValueId> parts;
+    int64_t width = 0;
+    for (int i = 0; i < 24; ++i) {
+      parts.push_back(b.f32(fmt::format("x{}", i), {1, 7, i == 0 ? 64 : 32}));
+      width += i == 0 ? 64 : 32;
+    }
+    ValueId c = b.node("Concat", parts, attrs({{"axis", int64_t{2}}}));
+    auto per_channel = [&](const char* name) { return b.node("Expand", {b.f32(name, {width}), b.ints({1, 7, width})}); };
+    ValueId y = b.node("Add", {b.node("Mul", {c, per_channel("scale")}), per_channel("shift")});
+    auto k = kernel(b.finish({y}));
+    ASSERT_TRUE(k);
+    ASSERT_EQ(k->stages.size(), 24u) << describe_loop_kernel(*k);
+    for (size_t i = 0; i < 24; ++i) {
+      EXPECT_EQ(k->stages[i].loops.back().extent, i == 0 ? 64 : 32);
+      EXPECT_EQ(ops_in(k->stages[i], loop::ExprOp::kInRange), 0) << describe_loop_kernel(*k);
+    }
+  }
   {  // Along an outer axis the emitters already hoist the choice: one stage.
     GraphBuilder b;
     ValueId x = b.f32("x", {2, 16, 40}), y = b.f32("y", {2, 8, 40});
