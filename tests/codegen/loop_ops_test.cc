@@ -132,6 +132,14 @@ TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
     ValueId x = b.f32("x", {64, 10});
     EXPECT_EQ(code(b.finish({b.reduce("ReduceMax", x, {1})})).find("accv["), std::string::npos);
   }
+  {  // A channels-last column pool (a separable SPP pool's first pass): its row is a whole image
+     // row with its channels, [13 x 512] = 6656 outputs, read contiguously.
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 13, 13, 512});
+    ValueId y = b.node("MaxPool", {x}, attrs({{"kernel_shape", I{5, 1}}, {"pads", I{2, 0, 2, 0}},
+                                              {"channels_last", int64_t{1}}}));
+    EXPECT_NE(code(b.finish({y})).find("accv[6656]"), std::string::npos);
+  }
 }
 
 // A transposing copy runs in tiles (64 rows x 16 columns); a contiguous one, or one whose

@@ -179,8 +179,10 @@ void StagePrinter::choose_kept_inner() {
   if (!st_.is_reduction || K < 1 || L == K || r.combiner == loop::Combiner::kArgMax ||
       r.combiner == loop::Combiner::kArgMin || r.acc_dtype == DType::kBool)
     return;
+  // The row's accumulators live on the thread's stack: up to 16384 (a channels-last column pool
+  // merges a whole image row with its channels: [13, 13, 512] pools rows of 6656).
   const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
-  if (row < 8 || row > 4096) return;
+  if (row < 8 || row > 16384) return;
   // Short windows, or reads strided along the reduce loop but contiguous along the output row.
   // A short window read contiguously (a pooling window's row) is kept inner too when the output
   // row steps through the input by 1 or 2 elements (stride-1 and stride-2 pools): the row loop
