@@ -266,8 +266,128 @@ class Folder {
   std::vector<char> touched_;  // nodes (linear, bias Add) changed in this walk
 };
 
+// ---- fold_linear_into_linear ------------------------------------------------------------------
+
+// `v` read through Reshapes that keep its last dim (each read once, none a graph output): the
+// value at the top of that chain (v itself when no Reshape produces it).
+ValueId through_row_reshapes(const Graph& g, const UseInfo& uses, ValueId v) {
+  const int64_t n = g.type(v).shape.empty() ? -1 : g.type(v).shape.back();
+  for (const Node* p = producer_of(g, v); p && p->domain.empty() && p->op_type == "Reshape" && p->inputs.size() == 2;
+       p = producer_of(g, v)) {
+    const ValueId in = p->inputs[0];
+    if (!has_single_consumer(g, uses, v) || g.type(in).shape.empty() || g.type(in).shape.back() != n) break;
+    v = in;
+  }
+  return v;
+}
+
+// The constant [K, N] right operand of a MatMul, or nullptr.
+const Tensor* matmul_weights(const Graph& g, const Node& n, DType dt) {
+  const Tensor* b = constant_of(g, n.inputs[1]);
+  return float_weights(b) && b->dtype() == dt && b->rank() == 2 ? b : nullptr;
+}
+
+// A channels-last 1x1 Conv (stride 1, no padding, group 1, no bias input): its weights as [N, M]
+// (input channel, output channel), else nullopt.
+std::optional<Tensor> pointwise_conv_weights(const Graph& g, const Node& n, DType dt) {
+  if (n.attrs.get_int("channels_last", 0) == 0 || n.attrs.get_int("group", 1) != 1) return std::nullopt;
+  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) return std::nullopt;
+  const std::string ap = n.attrs.get_string("auto_pad", "NOTSET");
+  if (ap != "NOTSET" && ap != "VALID" && !ap.empty()) return std::nullopt;
+  for (int64_t v : n.attrs.get_ints("strides"))
+    if (v != 1) return std::nullopt;
+  for (int64_t v : n.attrs.get_ints("pads"))
+    if (v != 0) return std::nullopt;
+  const Tensor* w = constant_of(g, n.inputs[1]);
+  if (!float_weights(w) || w->dtype() != dt || w->rank() < 3) return std::nullopt;
+  for (int64_t d = 2; d < w->rank(); ++d)
+    if (w->dim(d) != 1) return std::nullopt;
+  return w->reshaped({w->dim(0), w->dim(1)}).transposed({1, 0});
+}
+
+// a [K, N] x b [N, M] in double, stored as `dt`.
+Tensor matrix_product(const Tensor& a, const Tensor& b, DType dt) {
+  const int64_t k = a.dim(0), n = a.dim(1), m = b.dim(1);
+  Tensor out(dt, {k, m});
+  std::vector<double> row(static_cast<size_t>(m));
+  for (int64_t i = 0; i < k; ++i) {
+    std::fill(row.begin(), row.end(), 0.0);
+    for (int64_t j = 0; j < n; ++j) {
+      const double x = a.get_as_double(i * n + j);
+      for (int64_t c = 0; c < m; ++c) row[static_cast<size_t>(c)] += x * b.get_as_double(j * m + c);
+    }
+    dispatch_dtype<KORCH_FLOAT_TYPES>(dt, "fold_linear_into_linear", [&](auto tag) {
+      using T = decltype(tag);
+      T* p = out.data<T>() + i * m;
+      for (int64_t c = 0; c < m; ++c) p[c] = static_cast<T>(row[static_cast<size_t>(c)]);
+    });
+  }
+  return out;
+}
+
+bool fold_linear_pair(Graph& g, Rewriter& rw, const UseInfo& uses, const Node& outer) {
+  const ValueId y = outer.outputs[0];
+  const TensorType yt = g.type(y);  // a copy: appending values reallocates
+  std::optional<Tensor> b2;
+  if (outer.op_type == "MatMul") {
+    if (const Tensor* w = matmul_weights(g, outer, yt.dtype)) b2 = *w;
+  } else {
+    b2 = pointwise_conv_weights(g, outer, yt.dtype);
+  }
+  if (!b2 || yt.shape.empty() || g.type(outer.inputs[0]).shape.back() != b2->dim(0)) return false;
+  // The inner linear: h = MatMul(x, B1), or h = Add(MatMul(x, B1), E(b1)), read through row Reshapes.
+  const ValueId h = through_row_reshapes(g, uses, outer.inputs[0]);
+  if (!has_single_consumer(g, uses, h)) return false;
+  const Node* p = producer_of(g, h);
+  if (!p || !p->domain.empty() || p->inputs.size() != 2 || p->outputs.size() != 1) return false;
+  const TensorType ht = g.type(h);
+  std::optional<std::vector<double>> shift;
+  if (p->op_type == "Add") {
+    for (int k = 0; k < 2 && !shift; ++k) {
+      const Node* mm = producer_of(g, p->inputs[static_cast<size_t>(1 - k)]);
+      if (!mm || mm->op_type != "MatMul" || g.type(p->inputs[static_cast<size_t>(1 - k)]) != ht) continue;
+      shift = channel_values(g, p->inputs[static_cast<size_t>(k)], ht.dtype, ht.rank(), ht.rank() - 1);
+      if (shift) p = has_single_consumer(g, uses, mm->outputs[0]) ? mm : nullptr;
+    }
+    if (!shift || !p) return false;
+  }
+  if (!p->domain.empty() || p->op_type != "MatMul" || p->inputs.size() != 2) return false;
+  const Tensor* b1 = matmul_weights(g, *p, yt.dtype);
+  if (!b1 || b1->dim(1) != b2->dim(0)) return false;
+  const int64_t k = b1->dim(0), n = b1->dim(1), m = b2->dim(1);
+  if (k * m >= k * n + n * m) return false;  // only where it removes multiply-adds
+  const ValueId x = p->inputs[0];
+  const std::string base = outer.name + "/folded";
+  ValueId z = rw.append_node("MatMul", {x, rw.add_constant(base + "_B", matrix_product(*b1, *b2, yt.dtype))})[0];
+  if (shift) {
+    Tensor c(yt.dtype, {m});
+    Tensor b1v(DType::kFloat64, {1, n});
+    for (int64_t j = 0; j < n; ++j) b1v.data<double>()[j] = at(*shift, j);
+    const Tensor bc = matrix_product(b1v, *b2, yt.dtype).reshaped({m});
+    const Shape zs = g.type(z).shape;
+    ValueId e = rw.append_node("Expand", {rw.add_constant(base + "_bias", bc), rw.int_list(zs)})[0];
+    z = rw.append_node("Add", {z, e})[0];
+  }
+  if (g.type(z).shape != yt.shape) z = rw.append_node("Reshape", {z, rw.int_list(yt.shape)})[0];
+  return rw.replace(y, z);
+}
+
 }  // namespace
 
 bool fold_scale_into_linear(Graph& g) { return Folder(g).run(); }
+
+bool fold_linear_into_linear(Graph& g) {
+  if (g.opset < 8) return false;  // the new bias is an Expand
+  Rewriter rw(g);
+  const UseInfo uses(g);
+  const size_t known = g.values.size();  // values made by this walk have no use counts: left for the next
+  for (size_t i = 0, end = g.nodes.size(); i < end; ++i) {
+    const Node n = rw.visit(i);  // a copy: append_node invalidates references
+    if (!n.domain.empty() || n.outputs.size() != 1 || n.outputs[0] == kNoValue || n.inputs.size() < 2) continue;
+    if ((n.op_type != "MatMul" && n.op_type != "Conv") || static_cast<size_t>(n.inputs[0]) >= known) continue;
+    fold_linear_pair(g, rw, uses, n);
+  }
+  return rw.finish();
+}
 
 }  // namespace korch

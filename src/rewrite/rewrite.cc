@@ -21,6 +21,7 @@ const std::vector<RewritePass>& simplification_passes() {
       {"fold_constants", fold_constants},
       {"eliminate_common_subexpressions", eliminate_common_subexpressions},
       {"fold_scale_into_linear", fold_scale_into_linear},
+      {"fold_linear_into_linear", fold_linear_into_linear},
       {"sink_broadcasts", sink_broadcasts},
       {"conv_over_upsampled_concat", conv_over_upsampled_concat},
   };

@@ -285,3 +285,77 @@ TEST(RewriteFoldIntoLinear, MatMulBatchNormStyleAfterFission) {
 
 }  // namespace
 }  // namespace korch
+
+namespace korch {
+namespace {
+
+using namespace korch::testing;
+
+// SegFormer's decode head after conv_over_upsampled_concat and the layout pass: a per-stage MLP
+// (MatMul 32 -> 64 with a bias) reshaped to [N, H, W, C] and read by a channels-last 1x1 Conv
+// (64 -> 64): one MatMul 32 -> 64 with the bias mapped through, then the Reshape.
+struct MlpThenPointwise {
+  GraphBuilder b;
+  explicit MlpThenPointwise(int64_t k = 32, int64_t n = 64, int64_t m = 64, bool bias = true, bool conv = true) {
+    ValueId x = b.input({1, 20, k});
+    ValueId h = b.op("MatMul", {x, b.random({k, n}, 3)});
+    if (bias) h = b.op("Add", {b.op("Expand", {b.random({n}, 4), b.ints({1, 20, n})}), h});
+    ValueId r = b.op("Reshape", {h, b.ints({1, 4, 5, n})});
+    if (conv) {
+      Attributes a;
+      a.set("channels_last", int64_t{1});
+      b.output(b.op("Conv", {r, b.random({m, n, 1, 1}, 5)}, a));
+    } else {
+      b.output(b.op("MatMul", {r, b.random({n, m}, 5)}));
+    }
+  }
+};
+
+TEST(RewriteFoldLinearIntoLinear, MlpThenPointwiseConvBecomesOneMatMul) {
+  MlpThenPointwise m;
+  Graph r = expect_rewrite_equivalent(m.b.g, fold_linear_into_linear, true, 1e-5);
+  EXPECT_EQ(count_op(r, "Conv"), 0);
+  EXPECT_EQ(count_op(r, "MatMul"), 1);
+  EXPECT_EQ(count_op(r, "Add"), 1);
+  for (const Node& n : r.nodes)
+    if (n.op_type == "MatMul") EXPECT_EQ(r.type(n.inputs[1]).shape, (Shape{32, 64}));
+}
+
+TEST(RewriteFoldLinearIntoLinear, TwoMatMulsWithoutBias) {
+  MlpThenPointwise m(16, 48, 24, false, false);
+  Graph r = expect_rewrite_equivalent(m.b.g, fold_linear_into_linear, true, 1e-5);
+  EXPECT_EQ(count_op(r, "MatMul"), 1);
+  EXPECT_EQ(count_op(r, "Add"), 0);
+}
+
+TEST(RewriteFoldLinearIntoLinear, LeftAloneWhereItWouldCostMore) {
+  {  // a bottleneck: 64 -> 8 -> 64 is 1024 multiply-adds per row, folded 4096
+    MlpThenPointwise m(64, 8, 64);
+    expect_rewrite_equivalent(m.b.g, fold_linear_into_linear, false);
+  }
+  {  // a nonlinearity between the two
+    GraphBuilder b;
+    ValueId h = b.op("Relu", {b.op("MatMul", {b.input({1, 20, 32}), b.random({32, 64}, 3)})});
+    b.output(b.op("MatMul", {h, b.random({64, 64}, 5)}));
+    expect_rewrite_equivalent(b.g, fold_linear_into_linear, false);
+  }
+  {  // the inner product is read twice
+    GraphBuilder b;
+    ValueId h = b.op("MatMul", {b.input({1, 20, 32}), b.random({32, 64}, 3)});
+    b.output(b.op("MatMul", {h, b.random({64, 64}, 5)}));
+    b.output(h);
+    expect_rewrite_equivalent(b.g, fold_linear_into_linear, false);
+  }
+  {  // a 3x3 Conv mixes neighbours: not a per-row map
+    GraphBuilder b;
+    ValueId h = b.op("MatMul", {b.input({1, 20, 32}), b.random({32, 64}, 3)});
+    Attributes a;
+    a.set("channels_last", int64_t{1});
+    a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    b.output(b.op("Conv", {b.op("Reshape", {h, b.ints({1, 4, 5, 64})}), b.random({64, 64, 3, 3}, 5)}, a));
+    expect_rewrite_equivalent(b.g, fold_linear_into_linear, false);
+  }
+}
+
+}  // namespace
+}  // namespace korch
