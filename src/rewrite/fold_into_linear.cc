@@ -287,10 +287,10 @@ const Tensor* matmul_weights(const Graph& g, const Node& n, DType dt) {
   return float_weights(b) && b->dtype() == dt && b->rank() == 2 ? b : nullptr;
 }
 
-// A channels-last 1x1 Conv (stride 1, no padding, group 1, no bias input): its weights as [N, M]
-// (input channel, output channel), else nullopt.
+// A 1x1 Conv (stride 1, no padding, group 1, no bias input): its weights as [N, M] (input
+// channel, output channel), else nullopt.
 std::optional<Tensor> pointwise_conv_weights(const Graph& g, const Node& n, DType dt) {
-  if (n.attrs.get_int("channels_last", 0) == 0 || n.attrs.get_int("group", 1) != 1) return std::nullopt;
+  if (n.attrs.get_int("group", 1) != 1) return std::nullopt;
   if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) return std::nullopt;
   const std::string ap = n.attrs.get_string("auto_pad", "NOTSET");
   if (ap != "NOTSET" && ap != "VALID" && !ap.empty()) return std::nullopt;
@@ -325,18 +325,38 @@ Tensor matrix_product(const Tensor& a, const Tensor& b, DType dt) {
   return out;
 }
 
+// A channels-first Conv's input [N, C, spatial..] as a view of rows: Transpose(u, channels_first)
+// of u [N, .., C], or Reshape([N, C, P] -> [N, C, spatial..]) of such a Transpose, each read once:
+// u, else kNoValue.
+ValueId channels_first_rows(const Graph& g, const UseInfo& uses, ValueId v) {
+  const Shape vs = g.type(v).shape;
+  const Node* p = producer_of(g, v);
+  if (p && p->domain.empty() && p->op_type == "Reshape" && has_single_consumer(g, uses, v)) {
+    const Shape& in = g.type(p->inputs[0]).shape;
+    if (in.size() < 3 || in[0] != vs[0] || in[1] != vs[1]) return kNoValue;
+    v = p->inputs[0];
+    p = producer_of(g, v);
+  }
+  if (!p || !p->domain.empty() || p->op_type != "Transpose" || !has_single_consumer(g, uses, v)) return kNoValue;
+  const int64_t rank = g.type(v).rank();
+  return p->attrs.get_ints("perm") == channels_first_perm(rank) ? p->inputs[0] : kNoValue;
+}
+
 bool fold_linear_pair(Graph& g, Rewriter& rw, const UseInfo& uses, const Node& outer) {
   const ValueId y = outer.outputs[0];
   const TensorType yt = g.type(y);  // a copy: appending values reallocates
   std::optional<Tensor> b2;
+  ValueId rows = outer.inputs[0];  // the outer map's operand with its input channels last
   if (outer.op_type == "MatMul") {
     if (const Tensor* w = matmul_weights(g, outer, yt.dtype)) b2 = *w;
   } else {
     b2 = pointwise_conv_weights(g, outer, yt.dtype);
+    if (outer.attrs.get_int("channels_last", 0) == 0) rows = channels_first_rows(g, uses, rows);
   }
-  if (!b2 || yt.shape.empty() || g.type(outer.inputs[0]).shape.back() != b2->dim(0)) return false;
+  if (!b2 || yt.shape.empty() || rows == kNoValue || g.type(rows).shape.back() != b2->dim(0)) return false;
+  const Shape rows_shape = g.type(rows).shape;
   // The inner linear: h = MatMul(x, B1), or h = Add(MatMul(x, B1), E(b1)), read through row Reshapes.
-  const ValueId h = through_row_reshapes(g, uses, outer.inputs[0]);
+  const ValueId h = through_row_reshapes(g, uses, rows);
   if (!has_single_consumer(g, uses, h)) return false;
   const Node* p = producer_of(g, h);
   if (!p || !p->domain.empty() || p->inputs.size() != 2 || p->outputs.size() != 1) return false;
@@ -367,6 +387,14 @@ bool fold_linear_pair(Graph& g, Rewriter& rw, const UseInfo& uses, const Node& o
     const Shape zs = g.type(z).shape;
     ValueId e = rw.append_node("Expand", {rw.add_constant(base + "_bias", bc), rw.int_list(zs)})[0];
     z = rw.append_node("Add", {z, e})[0];
+  }
+  if (outer.op_type == "Conv" && outer.attrs.get_int("channels_last", 0) == 0) {  // back to channels-first
+    Shape zs = rows_shape;
+    zs.back() = m;
+    if (g.type(z).shape != zs) z = rw.append_node("Reshape", {z, rw.int_list(zs)})[0];
+    Attributes perm;
+    perm.set("perm", channels_first_perm(static_cast<int64_t>(zs.size())));
+    z = rw.append_node("Transpose", {z}, perm)[0];
   }
   if (g.type(z).shape != yt.shape) z = rw.append_node("Reshape", {z, rw.int_list(yt.shape)})[0];
   return rw.replace(y, z);

@@ -94,9 +94,10 @@ bool eliminate_common_subexpressions(Graph& g);  // equal constants merged, then
 bool fold_scale_into_linear(Graph& g);    // Conv/MatMul with constant weights followed by a constant
                                           // per-output-channel Mul: the scale moves into the weights
 // MatMul(x, B1) (+ a per-column bias), through Reshapes that keep the last dim, read by a MatMul with
-// constant [N, M] weights or a channels-last 1x1 Conv: one MatMul(x, B1 B2) (+ bias B2-mapped), when
-// that takes fewer multiply-adds (K*M < K*N + N*M). Exact in real arithmetic; the products are
-// formed in double and rounded once.
+// constant [N, M] weights or a 1x1 Conv (channels-last, or channels-first through the Transpose
+// that brings the last axis to axis 1, and a Reshape of the spatial dims): one MatMul(x, B1 B2)
+// (+ bias B2-mapped), viewed back as the outer output, when that takes fewer multiply-adds
+// (K*M < K*N + N*M). Exact in real arithmetic; the products are formed in double, rounded once.
 bool fold_linear_into_linear(Graph& g);
 
 }  // namespace korch

@@ -321,6 +321,30 @@ TEST(RewriteFoldLinearIntoLinear, MlpThenPointwiseConvBecomesOneMatMul) {
     if (n.op_type == "MatMul") EXPECT_EQ(r.type(n.inputs[1]).shape, (Shape{32, 64}));
 }
 
+// The same head before the layout pass (and on the CUDA path): the MLP's rows are brought to
+// channels-first by Transpose [0, 2, 1] and a Reshape of the pixels, or by the 4-D channels-first
+// Transpose, then a channels-first 1x1 Conv.
+TEST(RewriteFoldLinearIntoLinear, ChannelsFirstConvReadsTheRowsThroughTheirTranspose) {
+  for (bool flat : {true, false}) {
+    GraphBuilder b;
+    ValueId h = b.op("MatMul", {b.input({1, 20, 32}), b.random({32, 64}, 3)});
+    h = b.op("Add", {h, b.op("Expand", {b.random({64}, 4), b.ints({1, 20, 64})})});
+    ValueId v = flat ? b.op("Reshape", {b.op("Transpose", {h}, attrs_perm({0, 2, 1})), b.ints({1, 64, 4, 5})})
+                     : b.op("Transpose", {b.op("Reshape", {h, b.ints({1, 4, 5, 64})})}, attrs_perm({0, 3, 1, 2}));
+    b.output(b.op("Conv", {v, b.random({48, 64, 1, 1}, 5)}));
+    Graph r = expect_rewrite_equivalent(b.g, fold_linear_into_linear, true, 1e-5);
+    EXPECT_EQ(count_op(r, "Conv"), 0) << flat;
+    EXPECT_EQ(count_op(r, "MatMul"), 1) << flat;
+  }
+  {  // a Transpose that does not bring the channels to axis 1 is not a channels-first view
+    GraphBuilder b;
+    ValueId h = b.op("MatMul", {b.input({1, 20, 32}), b.random({32, 64}, 3)});
+    ValueId v = b.op("Transpose", {b.op("Reshape", {h, b.ints({1, 4, 5, 64})})}, attrs_perm({0, 3, 2, 1}));
+    b.output(b.op("Conv", {v, b.random({48, 64, 1, 1}, 5)}));
+    expect_rewrite_equivalent(b.g, fold_linear_into_linear, false);
+  }
+}
+
 TEST(RewriteFoldLinearIntoLinear, TwoMatMulsWithoutBias) {
   MlpThenPointwise m(16, 48, 24, false, false);
   Graph r = expect_rewrite_equivalent(m.b.g, fold_linear_into_linear, true, 1e-5);
