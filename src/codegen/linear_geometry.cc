@@ -55,7 +55,7 @@ std::string read_conv_attrs(const Node& n, size_t ns, ConvAttrs& a) {
 // graph: oneDNN gets the NCHW dims with the memory's NHWC strides (src_strides, dst_strides).
 LinearGeometry conv(const Graph& g, const Node& n) {
   LinearGeometry r;
-  const bool cl = n.attrs.get_int("channels_last", 0) != 0;
+  const bool cl = channels_last_layout(n.attrs);
   const Shape& xg = g.type(n.inputs[0]).shape;
   const Shape& w = g.type(n.inputs[1]).shape;
   const Shape& yg = g.type(n.outputs[0]).shape;

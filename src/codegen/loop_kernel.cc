@@ -196,7 +196,7 @@ struct PoolDim {
 };
 
 // A channels-last pool (attribute channels_last = 1) has its spatial dims at 1.. instead of 2...
-size_t first_spatial_dim(const Node& n) { return n.attrs.get_int("channels_last", 0) != 0 ? 1 : 2; }
+size_t first_spatial_dim(const Node& n) { return channels_last_layout(n.attrs) ? 1 : 2; }
 
 std::vector<PoolDim> pool_dims(const Node& n, const Shape& x, const Shape& y) {
   const size_t nsp = x.size() - 2, sp = first_spatial_dim(n);

@@ -110,6 +110,11 @@ inline AxisPads same_auto_pads(int64_t in, int64_t out, int64_t stride, int64_t 
   return {before, total - before};
 }
 
+// Korch's channels-last form of Conv, ConvInteger, MaxPool and AveragePool (attribute
+// channels_last = 1, written only by the layout pass, rewrite/channels_last.h): activations are
+// [N, spatial.., C] instead of [N, C, spatial..].
+inline bool channels_last_layout(const Attributes& attrs) { return attrs.get_int("channels_last", 0) != 0; }
+
 // Looks up the op for `node` at `opset`; throws kUnsupported when unknown, registered for another
 // domain than the node's, or (default domain) outside the implemented opset range.
 const OpDef& lookup_op(const Node& node, int opset);

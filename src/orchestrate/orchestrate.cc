@@ -133,7 +133,7 @@ OrchestrationBlp build_orchestration_blp(const Graph& g, const std::vector<Kerne
   std::vector<std::vector<int>> covering(g.nodes.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     const KernelCandidate& c = candidates[i];
-    if (!std::isfinite(costs[i]) || (!allow_recompute && c.minimal_outputs)) continue;
+    if (!usable_candidate(c, costs[i], allow_recompute)) continue;
     const int var = m.blp.add_var(fmt::format("k{}", i), costs[i]);
     m.candidate_of_var.push_back(static_cast<int>(i));
     m.var_of_candidate[i] = var;
@@ -454,7 +454,7 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     // kernels compute makes every plan peak above it.
     std::vector<int64_t> least(g.nodes.size(), std::numeric_limits<int64_t>::max());
     for (size_t i = 0; i < candidates.size(); ++i) {
-      if (!std::isfinite(scaled[i]) || (!options.allow_recompute && candidates[i].minimal_outputs)) continue;
+      if (!usable_candidate(candidates[i], scaled[i], options.allow_recompute)) continue;
       const int64_t b = step_bytes(g, candidates[i]);
       for (NodeId n : candidates[i].nodes) least[static_cast<size_t>(n)] = std::min(least[static_cast<size_t>(n)], b);
       if (b > options.memory_budget) scaled[i] = std::numeric_limits<double>::infinity();
@@ -481,9 +481,7 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     write_lp(options.dump_blp_path,
              build_orchestration_blp(g, candidates, scaled, options.allow_recompute, options.rewrite_sites).blp);
 
-  std::vector<bool> usable(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i)
-    usable[i] = std::isfinite(scaled[i]) && (options.allow_recompute || !candidates[i].minimal_outputs);
+  const std::vector<bool> usable = usable_candidates(candidates, scaled, options.allow_recompute);
   std::vector<SelectionRegion> regions;
   if (whole.split_regions) regions = split_into_regions(g, candidates, usable, options.rewrite_sites);
   if (regions.size() <= 1) {

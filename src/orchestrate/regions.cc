@@ -118,6 +118,13 @@ void unite_sites(const Graph& g, const RewriteSites& sites, UnionFind& uf) {
 
 }  // namespace
 
+std::vector<bool> usable_candidates(const std::vector<KernelCandidate>& candidates, const std::vector<double>& costs,
+                                    bool allow_recompute) {
+  std::vector<bool> usable(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) usable[i] = usable_candidate(candidates[i], costs[i], allow_recompute);
+  return usable;
+}
+
 std::vector<SelectionRegion> split_into_regions(const Graph& g, const std::vector<KernelCandidate>& candidates,
                                                 const std::vector<bool>& usable, const RewriteSites* sites) {
   KORCH_CHECK(usable.size() == candidates.size());

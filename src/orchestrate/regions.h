@@ -19,6 +19,7 @@
 // (output b's value) and {Conv, c} (input b's value, free).
 #pragma once
 
+#include <cmath>
 #include <vector>
 
 #include "ir/graph.h"
@@ -38,7 +39,16 @@ struct SelectionRegion {
   RewriteSites sites;  // with rewrite sites: theirs in the region's node ids (every site's y kept)
 };
 
-// `usable[i]`: candidate i may be selected (finite cost and taking part in the program). Regions
+// Whether a candidate at cost `seconds` takes part in the program: a finite cost, and (without
+// recompute) not a variant that writes only its minimal outputs.
+inline bool usable_candidate(const KernelCandidate& c, double seconds, bool allow_recompute) {
+  return std::isfinite(seconds) && (allow_recompute || !c.minimal_outputs);
+}
+// usable_candidate for each candidate (costs parallel to `candidates`).
+std::vector<bool> usable_candidates(const std::vector<KernelCandidate>& candidates, const std::vector<double>& costs,
+                                    bool allow_recompute);
+
+// `usable[i]`: candidate i may be selected (usable_candidates). Regions
 // in topological order; a graph without any usable candidate for a node still gets that node in
 // a region (alone), so the subproblem reports it as infeasible.
 // With rewrite sites (rewrite_choice.h), each site's nodes (those it removes and those it adds)

@@ -393,10 +393,8 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& prov
   // least a second, in all).
   const double first_solve = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto t_saved = std::chrono::steady_clock::now();
-  std::vector<bool> usable(cands.size());
-  for (size_t k = 0; k < cands.size(); ++k)
-    usable[k] = std::isfinite(seconds[k]) && (options.allow_recompute || !cands[k].minimal_outputs);
-  const std::vector<SelectionRegion> regions = split_into_regions(u, cands, usable, &sites);
+  const std::vector<SelectionRegion> regions =
+      split_into_regions(u, cands, usable_candidates(cands, seconds, options.allow_recompute), &sites);
   std::vector<int> region_of(u.nodes.size(), -1);
   for (size_t r = 0; r < regions.size(); ++r)
     for (NodeId id : regions[r].nodes) region_of[static_cast<size_t>(id)] = static_cast<int>(r);

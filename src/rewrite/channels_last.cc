@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/op_registry.h"
 #include "ir/primitive.h"
 #include "rewrite/rewrite_util.h"
 
@@ -169,7 +170,7 @@ class Sinker {
   // MaxPool / AveragePool of T_first(a): the channels-last pool of a (ir/ops/pool.cc), then T_first.
   bool pool(const Node& n) {
     if (n.outputs.size() > 1 && n.outputs[1] != kNoValue) return false;  // Indices count NCHW positions
-    if (n.attrs.get_int("channels_last", 0) != 0) return false;
+    if (channels_last_layout(n.attrs)) return false;
     const ValueId a = channels_first_source(g_, n.inputs[0]);
     if (a == kNoValue || g_.type(a).rank() > 5) return false;
     Attributes attrs = n.attrs;
@@ -191,7 +192,7 @@ int convert_convolutions(Graph& g) {
     const bool integer = is_default(n, "ConvInteger");
     if ((!is_default(n, "Conv") && !integer) || n.outputs.size() != 1 || n.inputs.size() < 2) continue;
     if (n.inputs.size() > (integer ? 3 : 2) && n.inputs.back() != kNoValue) continue;
-    if (n.attrs.get_int("channels_last", 0) != 0) continue;
+    if (channels_last_layout(n.attrs)) continue;
     const TensorType x = g.type(n.inputs[0]);  // a copy: append_node grows the value table
     const bool int8 = x.dtype == DType::kUInt8 || x.dtype == DType::kInt8;
     if ((integer ? !int8 : x.dtype != DType::kFloat32) || x.rank() < 3 || x.rank() > 5) continue;

@@ -24,6 +24,7 @@
 // Gather with constant indices).
 #include <cstring>
 
+#include "ir/op_registry.h"
 #include "rewrite/rewrite.h"
 #include "rewrite/rewrite_util.h"
 
@@ -42,7 +43,7 @@ bool all_equal(const std::vector<int64_t>& v, int64_t x) {
 // A 1x1, stride-1, unpadded, ungrouped, bias-free Conv with a float constant weight.
 const Tensor* pointwise_conv_weight(const Graph& g, const Node& n) {
   if (!is_op(n, "Conv") || n.inputs.size() < 2 || (n.inputs.size() > 2 && n.inputs[2] != kNoValue)) return nullptr;
-  if (n.attrs.get_int("group", 1) != 1 || n.attrs.get_int("channels_last", 0) != 0) return nullptr;
+  if (n.attrs.get_int("group", 1) != 1 || channels_last_layout(n.attrs)) return nullptr;
   if (!all_equal(n.attrs.get_ints("strides"), 1) || !all_equal(n.attrs.get_ints("pads"), 0)) return nullptr;
   const std::string pad = n.attrs.get_string("auto_pad", "NOTSET");
   if (pad != "NOTSET" && pad != "VALID") return nullptr;

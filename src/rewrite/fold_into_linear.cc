@@ -30,6 +30,7 @@
 // walk); chains (rule 2 then rule 3) complete over simplify()'s rounds.
 #include <cmath>
 
+#include "ir/op_registry.h"
 #include "rewrite/rewrite.h"
 #include "rewrite/rewrite_util.h"
 
@@ -125,7 +126,7 @@ class Folder {
     const Node& lin = g_.nodes[static_cast<size_t>(pid)];
     if (!lin.domain.empty() || lin.outputs.size() != 1) return -1;
     const int64_t rank = g_.type(y).rank();
-    if (lin.op_type == "Conv" && rank >= 3) return lin.attrs.get_int("channels_last", 0) != 0 ? rank - 1 : 1;
+    if (lin.op_type == "Conv" && rank >= 3) return channels_last_layout(lin.attrs) ? rank - 1 : 1;
     if (lin.op_type == "MatMul" && rank >= 1) return rank - 1;
     return -1;
   }
@@ -351,7 +352,7 @@ bool fold_linear_pair(Graph& g, Rewriter& rw, const UseInfo& uses, const Node& o
     if (const Tensor* w = matmul_weights(g, outer, yt.dtype)) b2 = *w;
   } else {
     b2 = pointwise_conv_weights(g, outer, yt.dtype);
-    if (outer.attrs.get_int("channels_last", 0) == 0) rows = channels_first_rows(g, uses, rows);
+    if (!channels_last_layout(outer.attrs)) rows = channels_first_rows(g, uses, rows);
   }
   if (!b2 || yt.shape.empty() || rows == kNoValue || g.type(rows).shape.back() != b2->dim(0)) return false;
   const Shape rows_shape = g.type(rows).shape;
@@ -388,7 +389,7 @@ bool fold_linear_pair(Graph& g, Rewriter& rw, const UseInfo& uses, const Node& o
     ValueId e = rw.append_node("Expand", {rw.add_constant(base + "_bias", bc), rw.int_list(zs)})[0];
     z = rw.append_node("Add", {z, e})[0];
   }
-  if (outer.op_type == "Conv" && outer.attrs.get_int("channels_last", 0) == 0) {  // back to channels-first
+  if (outer.op_type == "Conv" && !channels_last_layout(outer.attrs)) {  // back to channels-first
     Shape zs = rows_shape;
     zs.back() = m;
     if (g.type(z).shape != zs) z = rw.append_node("Reshape", {z, rw.int_list(zs)})[0];

@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "ir/op_registry.h"
 #include "rewrite/rewrite_util.h"
 
 namespace korch {
@@ -24,7 +25,7 @@ bool is_mergeable_conv(const Graph& g, const Node& n) {
   if (!n.domain.empty() || n.op_type != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
   if (n.inputs[0] == kNoValue || constant_of(g, n.inputs[0])) return false;
   if (n.attrs.get_int("group", 1) != 1) return false;  // concatenated output channels break the groups
-  if (n.attrs.get_int("channels_last", 0) != 0) return false;  // its outputs split on the last axis, not 1
+  if (channels_last_layout(n.attrs)) return false;  // its outputs split on the last axis, not 1
   const Tensor* w = weights(g, n);
   if (!w || w->rank() < 3 || w->numel() == 0) return false;
   if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {

@@ -127,8 +127,12 @@ TEST(RewriteChannelsLast, ConcatAndPoolingMove) {
   Graph out = expect_rewrite_equivalent(b.g, channels_last_then_simplify(), true, 1e-5);
   EXPECT_EQ(channels_last_convs(out), 4);
   for (const Node& n : out.nodes) {
-    if (n.op_type == "Concat") EXPECT_EQ(n.attrs.get_int("axis"), 3);
-    if (n.op_type == "MaxPool" || n.op_type == "AveragePool") EXPECT_EQ(n.attrs.get_int("channels_last", 0), 1);
+    if (n.op_type == "Concat") {
+      EXPECT_EQ(n.attrs.get_int("axis"), 3);
+    }
+    if (n.op_type == "MaxPool" || n.op_type == "AveragePool") {
+      EXPECT_EQ(n.attrs.get_int("channels_last", 0), 1);
+    }
   }
   EXPECT_EQ(count_op(out, "Transpose"), 2);  // input, output
 }
@@ -144,7 +148,9 @@ TEST(RewriteChannelsLast, MaxPoolWithIndicesKeepsItsTranspose) {
   b.output(outs[1]);
   Graph out = expect_rewrite_equivalent(b.g, channels_last_then_simplify(), true, 1e-5);
   for (const Node& n : out.nodes)
-    if (n.op_type == "MaxPool") EXPECT_EQ(n.attrs.get_int("channels_last", 0), 0);
+    if (n.op_type == "MaxPool") {
+      EXPECT_EQ(n.attrs.get_int("channels_last", 0), 0);
+    }
   EXPECT_EQ(count_op(out, "Transpose"), 2);  // input, before the pool
 }
 

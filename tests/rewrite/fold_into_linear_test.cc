@@ -318,7 +318,9 @@ TEST(RewriteFoldLinearIntoLinear, MlpThenPointwiseConvBecomesOneMatMul) {
   EXPECT_EQ(count_op(r, "MatMul"), 1);
   EXPECT_EQ(count_op(r, "Add"), 1);
   for (const Node& n : r.nodes)
-    if (n.op_type == "MatMul") EXPECT_EQ(r.type(n.inputs[1]).shape, (Shape{32, 64}));
+    if (n.op_type == "MatMul") {
+      EXPECT_EQ(r.type(n.inputs[1]).shape, (Shape{32, 64}));
+    }
 }
 
 // The same head before the layout pass (and on the CUDA path): the MLP's rows are brought to

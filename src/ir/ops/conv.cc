@@ -134,11 +134,10 @@ Shape conv_out_shape(const ConvGeom& g) {
 // Korch's channels-last Conv (attribute channels_last = 1, written only by the channels_last
 // layout pass, rewrite/channels_last.h): X is [N, spatial.., C] and Y is [N, spatial.., M]; the
 // weights stay [M, C/group, k..]. Same result as Transpose(Conv(Transpose(X))).
-bool conv_channels_last(const Attributes& attrs) { return attrs.get_int("channels_last", 0) != 0; }
 
 std::vector<TensorType> infer_conv(const OpInferContext& ctx) {
   check_conv_types(ctx, "Conv");
-  const bool cl = conv_channels_last(ctx.attrs());
+  const bool cl = channels_last_layout(ctx.attrs());
   const Shape& xs = ctx.input(0).shape;
   if (cl && xs.size() < 3) fail("channels-last Conv needs an input of rank >= 3, got {}", shape_str(xs));
   ConvGeom g = conv_geometry(ctx.attrs(), cl ? permute_shape(xs, channels_first_perm(static_cast<int64_t>(xs.size()))) : xs,
@@ -281,7 +280,7 @@ void run_conv(const ConvGeom& g, const T* x, const T* w, const T* bias, T* y) {
 
 std::vector<Tensor> eval_conv(const OpEvalContext& ctx) {
   if (ops::is_half(ctx.input(0).dtype())) return linear_detail::eval_via_f32(ctx, eval_conv);
-  const bool cl = conv_channels_last(ctx.attrs());
+  const bool cl = channels_last_layout(ctx.attrs());
   const int64_t rank = ctx.input(0).rank();
   const Tensor x = cl ? ctx.input(0).transposed(channels_first_perm(rank)) : ctx.input(0);
   const Tensor& w = ctx.input(1);
@@ -411,7 +410,7 @@ std::vector<Tensor> eval_conv_transpose(const OpEvalContext& ctx) {
 
 // The integer convolutions (ConvInteger) take channels_last = 1 like Conv.
 Shape linear_detail::conv_output_shape(const Attributes& attrs, const Shape& x, const Shape& w, const char* op) {
-  if (!conv_channels_last(attrs)) return conv_out_shape(conv_geometry(attrs, x, w, op));
+  if (!channels_last_layout(attrs)) return conv_out_shape(conv_geometry(attrs, x, w, op));
   if (x.size() < 3) fail("channels-last {} needs an input of rank >= 3, got {}", op, shape_str(x));
   const auto rank = static_cast<int64_t>(x.size());
   const Shape out = conv_out_shape(conv_geometry(attrs, permute_shape(x, channels_first_perm(rank)), w, op));
@@ -420,7 +419,7 @@ Shape linear_detail::conv_output_shape(const Attributes& attrs, const Shape& x, 
 
 Tensor linear_detail::conv_int32(const Attributes& attrs, const Tensor& x, const Tensor& w, const Tensor* bias,
                                  const char* op) {
-  const bool cl = conv_channels_last(attrs);
+  const bool cl = channels_last_layout(attrs);
   const int64_t rank = x.rank();
   const Tensor xf = cl ? x.transposed(channels_first_perm(rank)) : x;
   ConvGeom g = conv_geometry(attrs, xf.shape(), w.shape(), op);

@@ -183,12 +183,10 @@ double lp_p(const Attributes& attrs) {
   return static_cast<double>(p);
 }
 
-bool pool_channels_last(const Attributes& attrs) { return attrs.get_int("channels_last", 0) != 0; }
-
 std::vector<TensorType> infer_pool(const OpInferContext& ctx, PoolKind kind) {
   const TensorType& x = ctx.input(0);
   check_pool_dtype(x.dtype, kind);
-  if (pool_channels_last(ctx.attrs())) {
+  if (channels_last_layout(ctx.attrs())) {
     if (kind == PoolKind::kLp) fail("channels-last LpPool is not supported");
     if (x.rank() < 3) fail("channels-last {} needs an input of rank >= 3, got {}", kind_name(kind), shape_str(x.shape));
     const int64_t rank = x.rank();
@@ -208,7 +206,7 @@ std::vector<TensorType> infer_pool(const OpInferContext& ctx, PoolKind kind) {
 }
 
 std::vector<Tensor> eval_pool(const OpEvalContext& ctx, PoolKind kind) {
-  const bool cl = pool_channels_last(ctx.attrs());
+  const bool cl = channels_last_layout(ctx.attrs());
   const int64_t rank = ctx.input(0).rank();
   const Tensor x = cl ? ctx.input(0).transposed(channels_first_perm(rank)) : ctx.input(0);
   PoolGeom g = pool_geometry(ctx.attrs(), x.shape(), kind);
