@@ -12,6 +12,7 @@
 #include <random>
 
 #include "runtime/cpu/cpu_kernel.h"
+#include "codegen/cpu/cpu_backend.h"
 #include "codegen/kernel_signature.h"
 #include "ir/interpreter.h"
 #include "ir/primitive.h"
@@ -50,7 +51,7 @@ struct Expect {
 };
 
 // Matches all of g's nodes as one kernel (outputs = graph outputs), runs the step, compares.
-LinearMatch run_case(Builder& b, Expect e, const std::string& format = "auto") {
+LinearMatch run_case(Builder& b, Expect e, const std::string& format = "auto", const std::string& algorithm = "") {
   Graph& g = b.g;
   if (g.outputs.empty()) g.outputs = {g.nodes.back().outputs[0]};
   std::vector<NodeId> all;
@@ -65,6 +66,7 @@ LinearMatch run_case(Builder& b, Expect e, const std::string& format = "auto") {
   const std::vector<ValueId> args = kernel_arg_inputs(g, c);
   nlohmann::json desc = m.match.desc;
   desc["format"] = format;
+  if (!algorithm.empty()) desc["conv"]["algorithm"] = algorithm;
   std::vector<int> slots;
   for (ValueId v : m.match.operands) {
     auto it = std::find(args.begin(), args.end(), v);
@@ -139,6 +141,47 @@ TEST(LinearConv, Conv3x3Pad1BiasRelu) {
     ValueId y = b.conv(b.input({1, 16, 10, 10}), {32, 16, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
     b.op("Relu", {b.bias(y)});
     run_case(b, {3, true}, format);
+  }
+}
+
+// The "winograd" schedule (cpu_backend.h): oneDNN's Winograd kernel on a 3x3 stride-1 convolution
+// with its epilogue, in NCHW and channels-last, within 1e-4 of the reference; the backend offers
+// it beside "direct" for such a kernel only, and says why for any other.
+TEST(LinearConv, WinogradScheduleMatchesTheReference) {
+  for (bool channels_last : {false, true}) {
+    Builder b;
+    Attributes a = attrs({{"pads", {1, 1, 1, 1}}});
+    if (channels_last) a.set("channels_last", int64_t{1});
+    const ValueId x = b.input(channels_last ? Shape{1, 20, 20, 32} : Shape{1, 32, 20, 20});
+    const ValueId y = b.conv(x, {32, 32, 3, 3}, a);
+    if (!channels_last) b.op("Relu", {b.bias(y)});
+    LinearMatch m = run_case(b, {channels_last ? 0u : 3u, true}, "auto", "winograd");
+    m.desc["conv"]["algorithm"] = "winograd";  // what run_case ran
+    EXPECT_NE(step_implementation(m).find("wino"), std::string::npos) << step_implementation(m);
+
+    CpuBackend backend;
+    std::vector<NodeId> all;
+    for (NodeId i = 0; i < static_cast<NodeId>(b.g.nodes.size()); ++i) all.push_back(i);
+    const KernelCandidate c = make_candidate(b.g, all, false);
+    EXPECT_EQ(backend.schedule_variants(b.g, c), (std::vector<std::string>{"direct", "winograd"}));
+    const EmittedKernel w = backend.emit(b.g, c, "winograd");
+    ASSERT_TRUE(w.ok) << w.reason;
+    EXPECT_EQ(w.variant, "winograd");
+    EXPECT_EQ(w.recipe.at("linear").at("conv").at("algorithm"), "winograd");
+    const EmittedKernel d = backend.emit(b.g, c, "direct");
+    ASSERT_TRUE(d.ok) << d.reason;
+    EXPECT_FALSE(d.recipe.at("linear").at("conv").contains("algorithm"));
+    EXPECT_NE(backend.emit(b.g, c, "tiled").reason.find("not 'tiled'"), std::string::npos);
+  }
+  // A 1x1 or strided convolution has no Winograd schedule.
+  for (int64_t k : {1, 3}) {
+    Builder b;
+    const ValueId x = b.input({1, 32, 20, 20});
+    b.g.outputs = {b.conv(x, {32, 32, k, k}, attrs({{"strides", {k, k}}}))};
+    CpuBackend backend;
+    const KernelCandidate c = make_candidate(b.g, {0}, false);
+    EXPECT_TRUE(backend.schedule_variants(b.g, c).empty());
+    EXPECT_NE(backend.emit(b.g, c, "winograd").reason.find("3x3 stride-1"), std::string::npos);
   }
 }
 

@@ -27,6 +27,27 @@ FusionRules cpu_fusion_rules() {
   return r;
 }
 
+// The schedules of a oneDNN convolution (schedule_variants): oneDNN's direct kernels (the default)
+// and, for a 3x3 stride-1 convolution, its Winograd kernels, 2.5-2.9x faster on this EPYC
+// (avx512_core, 2 threads: 64 -> 64 channels at 208x208 13.8 -> 5.0 ms, 512 -> 512 at 26x26
+// 13.3 -> 5.2 ms) before the reorders to and from their blocked layout, and rounding differently
+// (a Winograd step is checked against the reference like any other kernel before it is timed).
+constexpr const char* kDirect = "direct";
+constexpr const char* kWinograd = "winograd";
+
+// A 2-D float convolution of 3x3 windows, stride 1, no dilation, one group (what oneDNN's
+// Winograd kernels take), from its linear-step description.
+bool winograd_shape(const nlohmann::json& d) {
+  if (d.value("op", "") != "Conv" || d.contains("dtypes")) return false;
+  const auto wei = d.at("weights_dims").get<std::vector<int64_t>>();
+  const nlohmann::json& c = d.at("conv");
+  auto all = [](const nlohmann::json& a, int64_t v) {
+    return std::all_of(a.begin(), a.end(), [&](const nlohmann::json& x) { return x.get<int64_t>() == v; });
+  };
+  return wei.size() == 4 && wei[2] == 3 && wei[3] == 3 && all(c.at("strides"), 1) && all(c.at("dilations"), 0) &&
+         c.at("group").get<int64_t>() == 1;
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(int threads) : threads_(threads), rules_(cpu_fusion_rules()) {}
@@ -39,8 +60,8 @@ bool CpuBackend::prefers_channels_last() const { return dnnl_runs_channels_last(
 
 EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c, const std::string& variant) const {
   EmittedKernel k;
-  if (!variant.empty()) {
-    k.reason = "the CPU backend has one schedule per kernel, not '" + variant + "'";
+  if (!variant.empty() && variant != kDirect && variant != kWinograd) {
+    k.reason = fmt::format("the CPU backend's schedules are '{}' and '{}', not '{}'", kDirect, kWinograd, variant);
     return k;
   }
   CpuKernelRecipe recipe;
@@ -61,6 +82,15 @@ EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c, const s
       if (!k.reason.empty()) return k;
     }
   }
+  if (variant == kWinograd) {
+    if (!recipe.linear || !winograd_shape(*recipe.linear)) {
+      k = EmittedKernel{};
+      k.reason = "schedule 'winograd' is for a kernel with a 3x3 stride-1 convolution of one group";
+      return k;
+    }
+    (*recipe.linear)["conv"]["algorithm"] = kWinograd;
+  }
+  k.variant = variant;
   if (parts.loop) {
     recipe.symbol = "korch_k_" + k.hash;
     CodeWriter w;
@@ -73,6 +103,20 @@ EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c, const s
   k.ok = true;
   k.recipe = recipe.to_json();
   return k;
+}
+
+std::vector<std::string> CpuBackend::schedule_variants(const Graph& g, const KernelCandidate& c) const {
+  const bool has_conv =
+      std::any_of(c.nodes.begin(), c.nodes.end(), [&](NodeId id) { return g.nodes[static_cast<size_t>(id)].op_type == "Conv"; });
+  if (!has_conv) return {};
+  const EmittedKernel k = emit(g, c, kWinograd);
+  if (!k.ok) return {};
+  try {  // only where oneDNN has a Winograd kernel for it (its channels, its post-ops)
+    (void)LinearStep::create(CpuKernelRecipe::from_json(k.recipe).linear.value());
+  } catch (const Error&) {
+    return {};
+  }
+  return {kDirect, kWinograd};
 }
 
 std::string CpuBackend::translation_unit(const std::vector<const EmittedKernel*>& kernels) const {

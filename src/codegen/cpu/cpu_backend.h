@@ -31,7 +31,12 @@ class CpuBackend : public Backend {
   int generator_version() const override { return kCpuGeneratorVersion; }
   const FusionRules& fusion_rules() const override { return rules_; }
   DeviceSpec analytic_spec() const override;
+  // variant: "direct" (the default) or "winograd" (oneDNN's Winograd convolution: see
+  // schedule_variants).
   EmittedKernel emit(const Graph& g, const KernelCandidate& c, const std::string& variant = "") const override;
+  // {"direct", "winograd"} for a kernel whose convolution oneDNN can run with Winograd (3x3,
+  // stride 1, one group, its channels and post-ops), else none: the profiler times both.
+  std::vector<std::string> schedule_variants(const Graph& g, const KernelCandidate& c) const override;
   std::string translation_unit(const std::vector<const EmittedKernel*>& kernels) const override;
   std::vector<CompiledUnit> compile(const std::vector<std::string>& units, runtime::Device& device,
                                     const std::function<void(bool cached)>& on_unit = {}) override;

@@ -104,7 +104,7 @@ dnnl::algorithm binary_alg(const std::string& a) {
 // grown to the largest asked for, never shrunk. With oneDNN's own (scratchpad_mode::library),
 // 2.6 allocates its global scratchpad before each execution and frees it after when no other
 // primitive holds it, which for the megabytes a Winograd convolution needs is an mmap, page
-// faults and an munmap per run. densenet121 with Winograd steps (the next commit), 2 threads,
+// faults and an munmap per run. densenet121 with Winograd steps (cpu_backend.h), 2 threads,
 // alternating runs: 24.9 -> 24.05 ms (32.3 -> 30.2 ms while this VM ran slower); resnet18 the same.
 void* thread_scratchpad(size_t bytes) {
   struct Buffer {
@@ -323,7 +323,13 @@ void DnnlLinearStep::build(const json& d) {
   const bool weights_const = operands.at(1).at("constant").get<bool>();
   const std::string format = d.value("format", "auto");
   if (format != "auto" && format != "blocked" && format != "plain") fail("linear step: unknown format '{}'", format);
-  bool blocked = conv && (format == "blocked" || (format == "auto" && !channels_last && !plain_is_faster(d)));
+  // conv.algorithm "winograd" (a schedule the profiler times beside "direct"): oneDNN's Winograd
+  // kernels read and write blocked layouts only, so the step reorders its user tensors around it.
+  const std::string algorithm = conv ? d.at("conv").value("algorithm", "direct") : "direct";
+  if (algorithm != "direct" && (algorithm != "winograd" || deconv))
+    fail("linear step: unknown {} algorithm '{}'", op, algorithm);
+  const bool winograd = algorithm == "winograd";
+  bool blocked = conv && (winograd || format == "blocked" || (format == "auto" && !channels_last && !plain_is_faster(d)));
 
   // Post-ops; a first binary Add of a per-channel operand becomes the primitive's own bias.
   const json& ops = d.at("post_ops");
@@ -407,7 +413,7 @@ void DnnlLinearStep::build(const json& d) {
             : dnnl::deconvolution_forward::desc(inference, alg, src_md, wei_md, dst_md, strides, dil, pl, pr);
         return dnnl::deconvolution_forward::primitive_desc(dd, attr, cpu_engine());
       }
-      const auto alg = dnnl::algorithm::convolution_direct;
+      const auto alg = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
       auto cd = bias_operand >= 0
           ? dnnl::convolution_forward::desc(inference, alg, src_md, wei_md, bias_md, dst_md, strides, dil, pl, pr)
           : dnnl::convolution_forward::desc(inference, alg, src_md, wei_md, dst_md, strides, dil, pl, pr);
@@ -423,7 +429,7 @@ void DnnlLinearStep::build(const json& d) {
     for (size_t i = first; i < ops.size(); ++i)
       has_full |= static_cast<int>(i) != sum_op && ops[i].at("type") == "binary" && ops[i].contains("operand") &&
                   operand_dims(ops[i].at("operand").get<int>()) == dst;
-    if (channels_last && format == "auto") {
+    if (channels_last && format == "auto" && !winograd) {
       // On the user's NHWC memory unless oneDNN has only its reference or im2col-gemm kernel for it.
       try {
         pd_ = make_pd(make_attr(full_md, true));
