@@ -34,26 +34,6 @@ namespace {
 
 bool is_op(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
 
-bool all_equal(const std::vector<int64_t>& v, int64_t x) {
-  for (int64_t e : v)
-    if (e != x) return false;
-  return true;
-}
-
-// A 1x1, stride-1, unpadded, ungrouped, bias-free Conv with a float constant weight.
-const Tensor* pointwise_conv_weight(const Graph& g, const Node& n) {
-  if (!is_op(n, "Conv") || n.inputs.size() < 2 || (n.inputs.size() > 2 && n.inputs[2] != kNoValue)) return nullptr;
-  if (n.attrs.get_int("group", 1) != 1 || channels_last_layout(n.attrs)) return nullptr;
-  if (!all_equal(n.attrs.get_ints("strides"), 1) || !all_equal(n.attrs.get_ints("pads"), 0)) return nullptr;
-  const std::string pad = n.attrs.get_string("auto_pad", "NOTSET");
-  if (pad != "NOTSET" && pad != "VALID") return nullptr;
-  const Tensor* w = constant_of(g, n.inputs[1]);
-  if (w == nullptr || w->rank() < 4 || (w->dtype() != DType::kFloat32 && w->dtype() != DType::kFloat64)) return nullptr;
-  for (int64_t d = 2; d < w->rank(); ++d)
-    if (w->dim(d) != 1) return nullptr;
-  return w;
-}
-
 // One spatial step of an upsampling chain: how to apply it again to another input.
 struct SpatialStep {
   std::string op;       // MatMul or Gather
@@ -135,8 +115,8 @@ bool conv_over_upsampled_concat(Graph& g) {
     const int64_t rank = g.type(joined).rank();
     for (NodeId r : readers) {
       const Node& conv = g.nodes[static_cast<size_t>(r)];
-      const Tensor* w = pointwise_conv_weight(g, conv);
-      if (w == nullptr || conv.inputs[0] != joined || conv.inputs[1] == joined || conv.outputs[0] == kNoValue ||
+      const Tensor* w = channels_last_layout(conv.attrs) ? nullptr : pointwise_conv_weight(g, conv);
+      if (w == nullptr || w->rank() < 4 || conv.inputs[0] != joined || conv.inputs[1] == joined || conv.outputs[0] == kNoValue ||
           w->rank() != rank) {
         mixes.clear();
         break;

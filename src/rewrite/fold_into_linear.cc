@@ -288,24 +288,6 @@ const Tensor* matmul_weights(const Graph& g, const Node& n, DType dt) {
   return float_weights(b) && b->dtype() == dt && b->rank() == 2 ? b : nullptr;
 }
 
-// A 1x1 Conv (stride 1, no padding, group 1, no bias input): its weights as [N, M] (input
-// channel, output channel), else nullopt.
-std::optional<Tensor> pointwise_conv_weights(const Graph& g, const Node& n, DType dt) {
-  if (n.attrs.get_int("group", 1) != 1) return std::nullopt;
-  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) return std::nullopt;
-  const std::string ap = n.attrs.get_string("auto_pad", "NOTSET");
-  if (ap != "NOTSET" && ap != "VALID" && !ap.empty()) return std::nullopt;
-  for (int64_t v : n.attrs.get_ints("strides"))
-    if (v != 1) return std::nullopt;
-  for (int64_t v : n.attrs.get_ints("pads"))
-    if (v != 0) return std::nullopt;
-  const Tensor* w = constant_of(g, n.inputs[1]);
-  if (!float_weights(w) || w->dtype() != dt || w->rank() < 3) return std::nullopt;
-  for (int64_t d = 2; d < w->rank(); ++d)
-    if (w->dim(d) != 1) return std::nullopt;
-  return w->reshaped({w->dim(0), w->dim(1)}).transposed({1, 0});
-}
-
 // a [K, N] x b [N, M] in double, stored as `dt`.
 Tensor matrix_product(const Tensor& a, const Tensor& b, DType dt) {
   const int64_t k = a.dim(0), n = a.dim(1), m = b.dim(1);
@@ -351,7 +333,9 @@ bool fold_linear_pair(Graph& g, Rewriter& rw, const UseInfo& uses, const Node& o
   if (outer.op_type == "MatMul") {
     if (const Tensor* w = matmul_weights(g, outer, yt.dtype)) b2 = *w;
   } else {
-    b2 = pointwise_conv_weights(g, outer, yt.dtype);
+    // A 1x1 Conv's weights [M, N, 1..] as [N, M] (input channel, output channel).
+    const Tensor* w = pointwise_conv_weight(g, outer);
+    if (w && w->dtype() == yt.dtype) b2 = w->reshaped({w->dim(0), w->dim(1)}).transposed({1, 0});
     if (!channels_last_layout(outer.attrs)) rows = channels_first_rows(g, uses, rows);
   }
   if (!b2 || yt.shape.empty() || rows == kNoValue || g.type(rows).shape.back() != b2->dim(0)) return false;

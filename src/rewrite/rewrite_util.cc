@@ -31,6 +31,20 @@ bool has_single_consumer(const Graph& g, const UseInfo& uses, ValueId v) {
 
 const Tensor* constant_of(const Graph& g, ValueId v) { return v == kNoValue ? nullptr : g.value(v).constant.get(); }
 
+const Tensor* pointwise_conv_weight(const Graph& g, const Node& n) {
+  if (!n.domain.empty() || n.op_type != "Conv" || n.inputs.size() < 2) return nullptr;
+  if ((n.inputs.size() > 2 && n.inputs[2] != kNoValue) || n.attrs.get_int("group", 1) != 1) return nullptr;
+  const std::string pad = n.attrs.get_string("auto_pad", "NOTSET");  // "" is NOTSET (ir/ops/conv.cc)
+  if (pad != "NOTSET" && pad != "VALID" && !pad.empty()) return nullptr;
+  auto all = [](const std::vector<int64_t>& v, int64_t x) { return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == x; }); };
+  if (!all(n.attrs.get_ints("strides"), 1) || !all(n.attrs.get_ints("pads"), 0)) return nullptr;
+  const Tensor* w = constant_of(g, n.inputs[1]);
+  if (w == nullptr || w->rank() < 3 || (w->dtype() != DType::kFloat32 && w->dtype() != DType::kFloat64)) return nullptr;
+  for (int64_t d = 2; d < w->rank(); ++d)
+    if (w->dim(d) != 1) return nullptr;
+  return w;
+}
+
 const Tensor* constant_through_expand(const Graph& g, ValueId v) {
   if (const Tensor* t = constant_of(g, v)) return t;
   const Node* p = producer_of(g, v);

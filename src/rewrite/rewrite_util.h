@@ -47,6 +47,9 @@ const Tensor* constant_of(const Graph& g, ValueId v);
 // The constant behind `v` when `v` is a constant or an Expand of a constant (the broadcast source;
 // its values repeat along the expanded dims), else nullptr.
 const Tensor* constant_through_expand(const Graph& g, ValueId v);
+// When `n` is a 1x1 Conv with stride 1, no padding, one group and no bias input, in either layout
+// (rank 3 and up): its float32/float64 constant weight, else nullptr.
+const Tensor* pointwise_conv_weight(const Graph& g, const Node& n);
 // Every element of `t` (any numeric dtype) equals `x`.
 bool all_elements_equal(const Tensor& t, double x);
 // The int64/int32 elements of the constant `v`; nullopt when `v` is not a constant.
