@@ -70,6 +70,20 @@ std::vector<LoopCase> op_cases() {
       ValueId i = b.node("IsInf", {r}, attrs({{"detect_negative", neg}}));
       return b.node("Cast", {i}, attrs({{"to", int64_t{1}}}));
     }));
+  // Sigmoid's exp (korch_exp_nonpos on the CPU) over its whole range (inputs are uniform in
+  // [-1, 1]): wide inputs (results under 2^-126, the clamp at -104), +-inf (1/round(x)) and NaN
+  // (sqrt of negatives); the log of a Sigmoid of inputs down to -95 weighs the tiny results
+  // (log(sigmoid(-90)) is -90: a result flushed to 0 would make it -inf).
+  cs.push_back(single("Sigmoid_wide", {3, 200}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Sigmoid", {b.node("Mul", {x, b.scalar(120.f)})});
+  }));
+  cs.push_back(single("Log_Sigmoid_wide", {3, 200}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Log", {b.node("Sigmoid", {b.node("Mul", {x, b.scalar(95.f)})})});
+  }));
+  cs.push_back(single("Sigmoid_inf_nan", {3, 40}, [](GraphBuilder& b, ValueId x) {
+    ValueId inf = b.node("Sigmoid", {b.node("Reciprocal", {b.node("Round", {x})})});
+    return b.node("Add", {inf, b.node("Sigmoid", {b.node("Sqrt", {x})})});
+  }));
   cs.push_back(unary("LeakyRelu", attrs({{"alpha", 0.1f}})));
   cs.push_back(unary("HardSigmoid", attrs({{"alpha", 0.3f}, {"beta", 0.4f}})));
   cs.push_back(unary("Gelu", {}, {3, 50}));

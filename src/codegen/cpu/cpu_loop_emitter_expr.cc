@@ -76,6 +76,15 @@ std::string StagePrinter::operand(int e) const {
   return fmt::format("t{}", e);
 }
 
+// -|v|: the argument of exp in Sigmoid (loop_kernel_elementwise.cc), where korch_exp_nonpos (the
+// prelude) replaces libmvec's expf: about a quarter less time for a SiLU on this CPU.
+bool StagePrinter::non_positive(int e) const {
+  const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
+  if (n.op != ExprOp::kUnary || n.fn != Fn::kNeg) return false;
+  const ExprNode& m = st_.exprs[static_cast<size_t>(n.args[0])];
+  return m.op == ExprOp::kUnary && m.fn == Fn::kAbs && is_float(m.dtype);
+}
+
 std::string StagePrinter::expr_def(int e) const {
   const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
   const std::string T = ctype(n.dtype);
@@ -91,9 +100,12 @@ std::string StagePrinter::expr_def(int e) const {
       const std::string x = index_ref(n.index);
       return fmt::format("({0} >= {1}LL && {0} < {2}LL)", x, n.ivalue, n.ivalue2);
     }
+    case ExprOp::kUnary:
+      if (n.fn == Fn::kExp && n.dtype == DType::kFloat32 && non_positive(n.args[0]))
+        return fmt::format("korch_exp_nonpos({})", a(0));
+      return loop::c_operator_expr(st_, n, a);
     case ExprOp::kCast:
     case ExprOp::kSelect:
-    case ExprOp::kUnary:
     case ExprOp::kBinary:
       return loop::c_operator_expr(st_, n, a);
   }
