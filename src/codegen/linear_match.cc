@@ -10,8 +10,9 @@
 //
 // The chain grows one consumer at a time from the linear output. A value of the chain may be
 // extended only when it is not a kernel output and its one kernel reader is the next node (an
-// intermediate written nowhere cannot be read by anyone else). SiLU, Mul(v, Sigmoid(v)), is the
-// one two-reader pattern recognised (eltwise_swish).
+// intermediate written nowhere cannot be read by anyone else). Three two-reader patterns are
+// recognised: SiLU, Mul(v, Sigmoid(v)) (eltwise_swish); GELU, Mul(v, Add(Erf(Div(v, sqrt 2)), 1))
+// (eltwise_gelu_erf, then linear by 2); Mish, Mul(v, Tanh(Softplus(v))) (eltwise_mish).
 //
 // Description (all dims are oneDNN dims; user memory is row-major unless strides are given):
 //   op            "Conv" | "ConvTranspose" | "MatMul" (Einsum runs as a strided MatMul)
@@ -89,6 +90,11 @@ class Matcher {
   bool binary(const Node& n, ValueId r, json& ops);
   static bool append_post_op(json& ops, const json& op);
   std::optional<double> scalar_value(ValueId v) const;
+  // r's two kernel readers as GELU's Div (or Mul), Erf, Add 1, Mul by r: those nodes, the Mul
+  // last; nullopt when they are not that (or an intermediate is read elsewhere or is an output).
+  std::optional<std::vector<NodeId>> gelu_erf_from(ValueId r, const std::vector<NodeId>& rd) const;
+  // r's two kernel readers as Mish's Softplus, Tanh, Mul by r: those nodes, the Mul last.
+  std::optional<std::vector<NodeId>> mish_from(ValueId r, const std::vector<NodeId>& rd) const;
   // oneDNN dims of a tensor operand broadcast against the chain's ONNX shape, or nullopt.
   std::optional<Shape> dnnl_dims(const Shape& operand) const;
   bool fast_broadcast(const Shape& dims, const std::string& op) const;
@@ -194,6 +200,50 @@ bool Matcher::quantize_tail(ValueId& r) {
   chain_.absorbed.push_back(n);
   r = q.outputs[0];
   return true;
+}
+
+std::optional<std::vector<NodeId>> Matcher::gelu_erf_from(ValueId r, const std::vector<NodeId>& rd) const {
+  // The scaled value: r / sqrt(2) or r * (1 / sqrt(2)).
+  auto scaled = [&](NodeId id) {
+    const Node& n = node(id);
+    if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return false;
+    if (n.inputs[0] != r && !(n.op_type == "Mul" && n.inputs[1] == r)) return false;
+    auto c = scalar_value(n.inputs[0] == r ? n.inputs[1] : n.inputs[0]);
+    if (!c) return false;
+    const double want = n.op_type == "Div" ? std::sqrt(2.0) : n.op_type == "Mul" ? std::sqrt(0.5) : 0.0;
+    return want != 0 && std::abs(*c - want) <= 1e-6 * want;
+  };
+  const NodeId d = scaled(rd[0]) ? rd[0] : scaled(rd[1]) ? rd[1] : -1;
+  if (d < 0) return std::nullopt;
+  const NodeId m = d == rd[0] ? rd[1] : rd[0];
+  const NodeId e = sole_reader(node(d).outputs[0]);
+  if (e < 0 || node(e).op_type != "Erf") return std::nullopt;
+  const NodeId a = sole_reader(node(e).outputs[0]);
+  if (a < 0 || node(a).op_type != "Add") return std::nullopt;
+  const Node& an = node(a);
+  const ValueId ev = node(e).outputs[0];
+  const ValueId one = an.inputs[0] == ev ? an.inputs[1] : an.inputs[0];
+  if (one == ev || scalar_value(one) != std::optional<double>(1.0)) return std::nullopt;
+  const Node& mn = node(m);
+  const ValueId av = an.outputs[0];
+  if (mn.op_type != "Mul" || sole_reader(av) != m || a > m ||
+      !((mn.inputs[0] == r && mn.inputs[1] == av) || (mn.inputs[1] == r && mn.inputs[0] == av)))
+    return std::nullopt;
+  return std::vector<NodeId>{d, e, a, m};
+}
+
+std::optional<std::vector<NodeId>> Matcher::mish_from(ValueId r, const std::vector<NodeId>& rd) const {
+  const NodeId sp = node(rd[0]).op_type == "Softplus" ? rd[0] : node(rd[1]).op_type == "Softplus" ? rd[1] : -1;
+  if (sp < 0 || node(sp).inputs.size() != 1) return std::nullopt;
+  const NodeId m = sp == rd[0] ? rd[1] : rd[0];
+  const NodeId t = sole_reader(node(sp).outputs[0]);
+  if (t < 0 || node(t).op_type != "Tanh") return std::nullopt;
+  const Node& mn = node(m);
+  const ValueId tv = node(t).outputs[0];
+  if (mn.op_type != "Mul" || sole_reader(tv) != m || t > m ||
+      !((mn.inputs[0] == r && mn.inputs[1] == tv) || (mn.inputs[1] == r && mn.inputs[0] == tv)))
+    return std::nullopt;
+  return std::vector<NodeId>{sp, t, m};
 }
 
 std::optional<double> Matcher::scalar_value(ValueId v) const {
@@ -444,6 +494,29 @@ LinearMatchResult Matcher::run() {
       if (!extend(n, rd[0], r)) break;
       r = n.outputs[0];
       continue;
+    }
+    // GELU as fission and exporters write it: r * (1 + Erf(r / sqrt(2))) -> gelu_erf, which
+    // computes half of that, then linear(2) (the 0.5 factor often sits elsewhere: a Mul that
+    // follows continues the chain, or folded into the next linear op's weights).
+    if (rd.size() == 2) {
+      if (auto g = gelu_erf_from(r, rd)) {
+        if (!append_post_op(chain_.post_ops, {{"type", "eltwise"}, {"alg", "gelu_erf"}, {"alpha", 0.0}, {"beta", 0.0}}) ||
+            !append_post_op(chain_.post_ops, {{"type", "eltwise"}, {"alg", "linear"}, {"alpha", 2.0}, {"beta", 0.0}}))
+          break;
+        chain_.absorbed.insert(chain_.absorbed.end(), g->begin(), g->end());
+        r = node(g->back()).outputs[0];
+        continue;
+      }
+    }
+    // Mish as exporters write it: Mul(r, Tanh(Softplus(r))) -> eltwise_mish.
+    if (rd.size() == 2) {
+      if (auto g = mish_from(r, rd)) {
+        if (!append_post_op(chain_.post_ops, {{"type", "eltwise"}, {"alg", "mish"}, {"alpha", 0.0}, {"beta", 0.0}}))
+          break;
+        chain_.absorbed.insert(chain_.absorbed.end(), g->begin(), g->end());
+        r = node(g->back()).outputs[0];
+        continue;
+      }
     }
     // SiLU: s = Sigmoid(r); m = Mul(r, s) (either order) -> eltwise_swish(alpha = 1).
     if (rd.size() == 2) {

@@ -381,17 +381,64 @@ TEST(LinearMatMul, TwoDConst) {
   run_case(b, {1, true});
 }
 
-TEST(LinearMatMul, VitMlpBiasThenErfGeluStops) {
+TEST(LinearConv, MishAsExportedIsOnePostOp) {
+  // yolov4's activation: x * tanh(softplus(x)) after a Conv and its bias -> eltwise_mish.
+  Builder b;
+  ValueId y = b.bias(b.conv(b.input({1, 8, 6, 6}), {16, 8, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}})));
+  b.op("Mul", {b.op("Tanh", {b.op("Softplus", {y})}), y});
+  LinearMatch m = run_case(b, {5, true});
+  EXPECT_EQ(m.desc.at("post_ops").back().value("alg", std::string()), "mish") << m.desc.dump();
+  // The Tanh value also a kernel output: the chain stops at the bias.
+  Builder b2;
+  ValueId y2 = b2.bias(b2.conv(b2.input({1, 8, 6, 6}), {16, 8, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}})));
+  ValueId t = b2.op("Tanh", {b2.op("Softplus", {y2})});
+  b2.g.outputs = {t, b2.op("Mul", {y2, t})};
+  run_case(b2, {2, false});
+}
+
+TEST(LinearMatMul, VitMlpBiasThenErfGelu) {
   Builder b;
   ValueId h = b.op("MatMul", {b.input({1, 197, 768}), b.weight({768, 3072})});
   h = b.op("Add", {h, b.expand_const({3072}, {1, 197, 3072})});
   // Erf-GELU as exported: x * 0.5 * (1 + erf(x / sqrt(2))): the bias output has two readers
-  // (Div and Mul), so the chain stops after the bias.
+  // (Div and Mul); they are gelu_erf, then linear(2), then the 0.5: all absorbed, the two linear
+  // post-ops merged into one (alpha 1).
   ValueId d = b.op("Div", {h, b.scalar(1.4142135f)});
   ValueId e = b.op("Add", {b.op("Erf", {d}), b.scalar(1.f)});
   b.op("Mul", {b.op("Mul", {h, e}), b.scalar(0.5f)});
-  LinearMatch m = run_case(b, {2, false});
-  EXPECT_EQ(m.result, b.g.nodes[2].outputs[0]);
+  LinearMatch m = run_case(b, {7, true});
+  std::vector<std::string> algs;
+  for (const auto& op : m.desc.at("post_ops")) algs.push_back(op.value("alg", std::string()));
+  EXPECT_EQ(algs, (std::vector<std::string>{"add", "gelu_erf", "linear"})) << m.desc.dump();
+  EXPECT_EQ(m.desc.at("post_ops").back().value("alpha", 0.0), 1.0);
+}
+
+TEST(LinearMatMul, ErfGeluFormsAndWhereTheyStop) {
+  // Mul by 1/sqrt(2) with the constant first, the Add's 1 first, no 0.5 after (folded elsewhere).
+  {
+    Builder b;
+    ValueId h = b.op("MatMul", {b.input({40, 24}), b.weight({24, 32})});
+    ValueId e = b.op("Add", {b.scalar(1.f), b.op("Erf", {b.op("Mul", {b.scalar(0.70710678f), h})})});
+    b.op("Mul", {e, h});
+    run_case(b, {4, true});
+  }
+  // Not sqrt(2): no gelu_erf, the chain stops at the MatMul.
+  {
+    Builder b;
+    ValueId h = b.op("MatMul", {b.input({40, 24}), b.weight({24, 32})});
+    ValueId e = b.op("Add", {b.op("Erf", {b.op("Div", {h, b.scalar(1.5f)})}), b.scalar(1.f)});
+    b.op("Mul", {h, e});
+    run_case(b, {0, false});
+  }
+  // The Erf value is also a kernel output: stops too.
+  {
+    Builder b;
+    ValueId h = b.op("MatMul", {b.input({40, 24}), b.weight({24, 32})});
+    ValueId er = b.op("Erf", {b.op("Div", {h, b.scalar(1.4142135f)})});
+    ValueId m = b.op("Mul", {h, b.op("Add", {er, b.scalar(1.f)})});
+    b.g.outputs = {er, m};
+    run_case(b, {0, false});
+  }
 }
 
 TEST(LinearMatMul, AttentionBatched) {
