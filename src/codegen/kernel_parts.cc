@@ -90,7 +90,7 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
 
   std::vector<NodeId> loop_nodes = c.nodes;
   if (c.linear > 0) {
-    LinearMatchResult lm = match_linear(g, c.nodes, c.outputs);
+    LinearMatchResult lm = match_linear(g, c.nodes, c.outputs, rules.linear_library);
     if (!lm.ok && c.nodes.size() == 1 && is_integer_linear(g.nodes[static_cast<size_t>(c.nodes[0])].op_type)) {
       // An integer linear primitive alone that the int8 kernels cannot run (uint8 weights, a zero
       // point per row): the reference interpreter runs it, as it runs opaque operators.

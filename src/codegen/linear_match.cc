@@ -71,8 +71,9 @@ struct Chain {
 
 class Matcher {
  public:
-  Matcher(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs)
-      : g_(g), nodes_(nodes), outputs_(outputs) {}
+  Matcher(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs,
+          const std::function<std::string(const json&)>& library)
+      : g_(g), nodes_(nodes), outputs_(outputs), library_(library) {}
 
   LinearMatchResult run();
 
@@ -90,11 +91,14 @@ class Matcher {
   bool binary(const Node& n, ValueId r, json& ops);
   static bool append_post_op(json& ops, const json& op);
   std::optional<double> scalar_value(ValueId v) const;
-  // r's two kernel readers as GELU's Div (or Mul), Erf, Add 1, Mul by r: those nodes, the Mul
-  // last; nullopt when they are not that (or an intermediate is read elsewhere or is an output).
-  std::optional<std::vector<NodeId>> gelu_erf_from(ValueId r, const std::vector<NodeId>& rd) const;
-  // r's two kernel readers as Mish's Softplus, Tanh, Mul by r: those nodes, the Mul last.
-  std::optional<std::vector<NodeId>> mish_from(ValueId r, const std::vector<NodeId>& rd) const;
+  // An activation read as Mul(r, f(r)), so r has two kernel readers (SiLU, GELU, Mish): the nodes
+  // it absorbs (the Mul last) and its post-ops; nullopt when rd is not one of them (or one of its
+  // intermediates is read elsewhere or is a kernel output).
+  struct TwoReader {
+    std::vector<NodeId> nodes;
+    json post_ops;
+  };
+  std::optional<TwoReader> two_reader_activation(ValueId r, const std::vector<NodeId>& rd) const;
   // oneDNN dims of a tensor operand broadcast against the chain's ONNX shape, or nullopt.
   std::optional<Shape> dnnl_dims(const Shape& operand) const;
   bool fast_broadcast(const Shape& dims, const std::string& op) const;
@@ -116,6 +120,7 @@ class Matcher {
   const Graph& g_;
   const std::vector<NodeId>& nodes_;
   const std::vector<ValueId>& outputs_;
+  const std::function<std::string(const json&)>& library_;
   bool integer_ = false;  // an int8 step: no full-shape binary (its dst is not f32)
   linear_detail::LinearGeometry geo_;  // of the linear node; the chain keeps its output shape
   Chain chain_;
@@ -202,48 +207,50 @@ bool Matcher::quantize_tail(ValueId& r) {
   return true;
 }
 
-std::optional<std::vector<NodeId>> Matcher::gelu_erf_from(ValueId r, const std::vector<NodeId>& rd) const {
-  // The scaled value: r / sqrt(2) or r * (1 / sqrt(2)).
-  auto scaled = [&](NodeId id) {
-    const Node& n = node(id);
+std::optional<Matcher::TwoReader> Matcher::two_reader_activation(ValueId r, const std::vector<NodeId>& rd) const {
+  auto eltwise_op = [](const char* alg, double alpha = 0) {
+    return json{{"type", "eltwise"}, {"alg", alg}, {"alpha", alpha}, {"beta", 0.0}};
+  };
+  // r / sqrt(2), or r * (1 / sqrt(2)) in either order.
+  auto over_sqrt2 = [&](const Node& n) {
     if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return false;
     if (n.inputs[0] != r && !(n.op_type == "Mul" && n.inputs[1] == r)) return false;
     auto c = scalar_value(n.inputs[0] == r ? n.inputs[1] : n.inputs[0]);
-    if (!c) return false;
     const double want = n.op_type == "Div" ? std::sqrt(2.0) : n.op_type == "Mul" ? std::sqrt(0.5) : 0.0;
-    return want != 0 && std::abs(*c - want) <= 1e-6 * want;
+    return c && want != 0 && std::abs(*c - want) <= 1e-6 * want;
   };
-  const NodeId d = scaled(rd[0]) ? rd[0] : scaled(rd[1]) ? rd[1] : -1;
-  if (d < 0) return std::nullopt;
-  const NodeId m = d == rd[0] ? rd[1] : rd[0];
-  const NodeId e = sole_reader(node(d).outputs[0]);
-  if (e < 0 || node(e).op_type != "Erf") return std::nullopt;
-  const NodeId a = sole_reader(node(e).outputs[0]);
-  if (a < 0 || node(a).op_type != "Add") return std::nullopt;
-  const Node& an = node(a);
-  const ValueId ev = node(e).outputs[0];
-  const ValueId one = an.inputs[0] == ev ? an.inputs[1] : an.inputs[0];
-  if (one == ev || scalar_value(one) != std::optional<double>(1.0)) return std::nullopt;
-  const Node& mn = node(m);
-  const ValueId av = an.outputs[0];
-  if (mn.op_type != "Mul" || sole_reader(av) != m || a > m ||
-      !((mn.inputs[0] == r && mn.inputs[1] == av) || (mn.inputs[1] == r && mn.inputs[0] == av)))
-    return std::nullopt;
-  return std::vector<NodeId>{d, e, a, m};
-}
-
-std::optional<std::vector<NodeId>> Matcher::mish_from(ValueId r, const std::vector<NodeId>& rd) const {
-  const NodeId sp = node(rd[0]).op_type == "Softplus" ? rd[0] : node(rd[1]).op_type == "Softplus" ? rd[1] : -1;
-  if (sp < 0 || node(sp).inputs.size() != 1) return std::nullopt;
-  const NodeId m = sp == rd[0] ? rd[1] : rd[0];
-  const NodeId t = sole_reader(node(sp).outputs[0]);
-  if (t < 0 || node(t).op_type != "Tanh") return std::nullopt;
-  const Node& mn = node(m);
-  const ValueId tv = node(t).outputs[0];
-  if (mn.op_type != "Mul" || sole_reader(tv) != m || t > m ||
-      !((mn.inputs[0] == r && mn.inputs[1] == tv) || (mn.inputs[1] == r && mn.inputs[0] == tv)))
-    return std::nullopt;
-  return std::vector<NodeId>{sp, t, m};
+  for (size_t first : {0, 1}) {
+    const NodeId m = rd[1 - first];
+    const Node& mn = node(m);
+    if (mn.op_type != "Mul") continue;
+    // f(r) from the other reader, along nodes each read only by the next.
+    std::vector<NodeId> path{rd[first]};
+    auto then = [&](const char* op) {
+      const NodeId n = sole_reader(node(path.back()).outputs[0]);
+      if (n < 0 || node(n).op_type != op) return false;
+      path.push_back(n);
+      return true;
+    };
+    auto adds_one = [&] {
+      const Node& a = node(path.back());
+      const ValueId prev = node(path[path.size() - 2]).outputs[0];
+      const ValueId other = a.inputs[0] == prev ? a.inputs[1] : a.inputs[0];
+      return other != prev && scalar_value(other) == std::optional<double>(1.0);
+    };
+    const Node& p = node(path[0]);
+    json ops = json::array();
+    if (p.op_type == "Sigmoid") ops.push_back(eltwise_op("swish", 1.0));
+    else if (p.op_type == "Softplus" && then("Tanh")) ops.push_back(eltwise_op("mish"));
+    else if (over_sqrt2(p) && then("Erf") && then("Add") && adds_one())
+      ops = json::array({eltwise_op("gelu_erf"), eltwise_op("linear", 2.0)});
+    else continue;
+    const ValueId f = node(path.back()).outputs[0];
+    if (sole_reader(f) != m || !((mn.inputs[0] == r && mn.inputs[1] == f) || (mn.inputs[1] == r && mn.inputs[0] == f)))
+      continue;
+    path.push_back(m);
+    return TwoReader{std::move(path), std::move(ops)};
+  }
+  return std::nullopt;
 }
 
 std::optional<double> Matcher::scalar_value(ValueId v) const {
@@ -487,50 +494,46 @@ LinearMatchResult Matcher::run() {
   integer_ = integer;
   // An int8 step takes float post-ops only after its output scales (the accumulator is int32).
   const bool scaled = !integer || (r = integer_scale(r, d)) != ln.outputs[0];
+  // Whether the backend's library refuses the post-ops of the chain so far (then the chain is put
+  // back as it was before its last node, and stops).
+  auto refused = [&] {
+    if (!library_) return false;
+    json probe = d;
+    probe["operands"] = chain_.operands;
+    probe["post_ops"] = chain_.post_ops;
+    probe["operand_slots"] = std::vector<int>(chain_.operands.size(), -1);
+    probe["result_slot"] = -1;
+    return !library_(probe).empty();
+  };
   while (scaled && !is_output(r)) {
     std::vector<NodeId> rd = readers(r);
+    const Chain before = chain_;
     if (rd.size() == 1) {
       const Node& n = node(rd[0]);
       if (!extend(n, rd[0], r)) break;
+      if (refused()) {
+        chain_ = before;
+        break;
+      }
       r = n.outputs[0];
       continue;
     }
-    // GELU as fission and exporters write it: r * (1 + Erf(r / sqrt(2))) -> gelu_erf, which
-    // computes half of that, then linear(2) (the 0.5 factor often sits elsewhere: a Mul that
-    // follows continues the chain, or folded into the next linear op's weights).
+    // SiLU Mul(r, Sigmoid(r)) -> swish; GELU Mul(r, Add(Erf(Div(r, sqrt 2)), 1)) -> gelu_erf
+    // (half of that) then linear(2), the exporter's 0.5 often after it or folded into the next
+    // weights; Mish Mul(r, Tanh(Softplus(r))) -> mish. All of an activation's post-ops or none.
     if (rd.size() == 2) {
-      if (auto g = gelu_erf_from(r, rd)) {
-        if (!append_post_op(chain_.post_ops, {{"type", "eltwise"}, {"alg", "gelu_erf"}, {"alpha", 0.0}, {"beta", 0.0}}) ||
-            !append_post_op(chain_.post_ops, {{"type", "eltwise"}, {"alg", "linear"}, {"alpha", 2.0}, {"beta", 0.0}}))
+      if (auto act = two_reader_activation(r, rd)) {
+        json ops = chain_.post_ops;
+        bool fits = true;
+        for (const json& op : act->post_ops) fits = fits && append_post_op(ops, op);
+        if (!fits) break;
+        chain_.post_ops = std::move(ops);
+        chain_.absorbed.insert(chain_.absorbed.end(), act->nodes.begin(), act->nodes.end());
+        if (refused()) {
+          chain_ = before;
           break;
-        chain_.absorbed.insert(chain_.absorbed.end(), g->begin(), g->end());
-        r = node(g->back()).outputs[0];
-        continue;
-      }
-    }
-    // Mish as exporters write it: Mul(r, Tanh(Softplus(r))) -> eltwise_mish.
-    if (rd.size() == 2) {
-      if (auto g = mish_from(r, rd)) {
-        if (!append_post_op(chain_.post_ops, {{"type", "eltwise"}, {"alg", "mish"}, {"alpha", 0.0}, {"beta", 0.0}}))
-          break;
-        chain_.absorbed.insert(chain_.absorbed.end(), g->begin(), g->end());
-        r = node(g->back()).outputs[0];
-        continue;
-      }
-    }
-    // SiLU: s = Sigmoid(r); m = Mul(r, s) (either order) -> eltwise_swish(alpha = 1).
-    if (rd.size() == 2) {
-      NodeId s = node(rd[0]).op_type == "Sigmoid" ? rd[0] : rd[1], m = s == rd[0] ? rd[1] : rd[0];
-      const Node& sn = node(s);
-      const Node& mn = node(m);
-      if (sn.op_type == "Sigmoid" && mn.op_type == "Mul" && s < m && !is_output(sn.outputs[0]) &&
-          readers(sn.outputs[0]) == std::vector<NodeId>{m} &&
-          ((mn.inputs[0] == r && mn.inputs[1] == sn.outputs[0]) || (mn.inputs[1] == r && mn.inputs[0] == sn.outputs[0]))) {
-        if (!append_post_op(chain_.post_ops, {{"type", "eltwise"}, {"alg", "swish"}, {"alpha", 1.0}, {"beta", 0.0}}))
-          break;
-        chain_.absorbed.push_back(s);
-        chain_.absorbed.push_back(m);
-        r = mn.outputs[0];
+        }
+        r = node(act->nodes.back()).outputs[0];
         continue;
       }
     }
@@ -565,8 +568,9 @@ LinearMatchResult Matcher::run() {
 
 }  // namespace
 
-LinearMatchResult match_linear(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs) {
-  return Matcher(g, nodes, outputs).run();
+LinearMatchResult match_linear(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs,
+                               const std::function<std::string(const json&)>& library) {
+  return Matcher(g, nodes, outputs, library).run();
 }
 
 }  // namespace korch

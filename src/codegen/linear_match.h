@@ -1,9 +1,11 @@
 // The linear part of a kernel as a library call: which primitive, its geometry, and the epilogue
 // it absorbs as post-ops (the epilogue algebra oneDNN expresses; cuBLASLt/cuDNN epilogues are a
 // subset). A backend accepts the post-ops its fusion rules allow: the CPU runs the description on
-// oneDNN (runtime/cpu/cpu_linear_step.h), the CUDA backend offers linear primitives alone for now.
+// oneDNN (runtime/cpu/cpu_linear_step.h), the CUDA backend on cuBLASLt/cuDNN with the epilogues
+// they apply (runtime/cuda/cuda_library.h), the rest of its kernel as generated code.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,7 +38,9 @@ struct LinearMatchResult {
 // `nodes`: the kernel's nodes (ascending), exactly one linear primitive among them;
 // `outputs`: the kernel's outputs. An absorbed node's output may be a kernel output only if it is
 // `result`. Constant operands (weights) may be read from g at this point (e.g. to check shapes).
-LinearMatchResult match_linear(const Graph& g, const std::vector<NodeId>& nodes,
-                               const std::vector<ValueId>& outputs);
+// `library`: FusionRules::linear_library ("" when the backend's library runs a description); the
+// chain of post-ops stops before a node whose post-ops it refuses.
+LinearMatchResult match_linear(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& outputs,
+                               const std::function<std::string(const nlohmann::json&)>& library = {});
 
 }  // namespace korch

@@ -9,12 +9,16 @@
 //     primitive (`linear_epilogue`), or by primitives computed from constants alone that the
 //     library reads as an operand (`linear_constant_operands`: an Expand of a bias);
 //   * opaque primitives (TopK, LSTM, ...) and operators fission keeps whole run alone.
-// Example: with the CPU's and the CUDA backend's rules {Conv, Add(bias), Relu} is one kernel (the
-// backend's emit refuses an epilogue its library cannot apply, e.g. a Sigmoid after a cuDNN conv).
+// Example: with the CPU's and the CUDA backend's rules {Conv, Add(bias), Relu} is one kernel; so
+// is {Conv, Add(bias), Sigmoid} on CUDA, where cuDNN applies the bias and generated code the
+// Sigmoid after it (`linear_library`: the post-ops a library call cannot apply stay generated code).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "ir/graph.h"
 #include "ir/primitive.h"
@@ -31,6 +35,10 @@ struct FusionRules {
   // LSTM, GRU and RNN nodes run as a library call (codegen/rnn_match.h) where it can express
   // them, instead of in the reference interpreter.
   bool library_rnn = false;
+  // Which linear-step descriptions (codegen/linear_match.h) the backend's library runs: "" or why
+  // not. The linear matcher stops its post-ops before the node whose post-ops this refuses, and
+  // the rest of the kernel runs as generated code. Empty: every post-op oneDNN expresses.
+  std::function<std::string(const nlohmann::json& desc)> linear_library;
 };
 
 // "" when a kernel of c's nodes is allowed under `rules`, else why not. Closed under convex

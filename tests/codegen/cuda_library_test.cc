@@ -12,11 +12,13 @@
 #include <cmath>
 #include <random>
 
+#include "codegen/cuda/cuda_backend.h"
 #include "codegen/linear_match.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/tensor_compare.h"
 #include "linear_test_util.h"
+#include "orchestrate/kernel_candidate.h"
 
 namespace korch::cuda {
 namespace {
@@ -353,6 +355,43 @@ TEST(CudaLibraryPlan, EpiloguesNoLibraryAppliesAreRefused) {
                      attrs({{"pads", {1, 1, 1, 1}}, {"strides", {2, 2}}}));
     LibraryPlan p = plan_library_call(describe_all(b, b.op("Relu", {y})).desc);
     EXPECT_NE(p.reason.find("ConvTranspose with a fused epilogue"), std::string::npos) << p.reason;
+  }
+}
+
+// With the CUDA backend's rules the linear step stops before what its library cannot apply, and
+// the kernel runs that part as generated code: a cuDNN convolution with its bias, then a Sigmoid;
+// a GEMM with its bias, then an erf-GELU (cuBLASLt's GELU is the tanh form).
+TEST(CudaLibraryPlan, WhatTheLibraryCannotApplyStaysGeneratedCode) {
+  auto library = [](const nlohmann::json& d) { return plan_library_call(d).reason; };
+  auto all_nodes = [](const Builder& b) {
+    std::vector<NodeId> nodes;
+    for (size_t n = 0; n < b.g.nodes.size(); ++n) nodes.push_back(static_cast<NodeId>(n));
+    return nodes;
+  };
+  {
+    Builder b;
+    ValueId biased = b.bias(b.conv(b.input({1, 4, 6, 6}), {4, 4, 1, 1}));
+    ValueId s = b.op("Sigmoid", {biased});
+    b.g.outputs = {s};
+    LinearMatchResult m = match_linear(b.g, all_nodes(b), {s}, library);
+    ASSERT_TRUE(m.ok) << m.reason;
+    EXPECT_EQ(m.match.result, biased);
+    EmittedKernel k = CudaBackend().emit(b.g, make_candidate(b.g, all_nodes(b), false), "");
+    EXPECT_TRUE(k.ok) << k.reason;
+    EXPECT_FALSE(k.source.empty());  // the Sigmoid
+  }
+  {
+    Builder b;
+    ValueId h = b.op("Add", {b.op("MatMul", {b.input({6, 8}), b.weight({8, 8})}), b.expand_const({8}, {6, 8})});
+    ValueId e = b.op("Add", {b.op("Erf", {b.op("Div", {h, b.scalar(1.4142135f)})}), b.scalar(1.f)});
+    ValueId y = b.op("Mul", {h, e});
+    b.g.outputs = {y};
+    LinearMatchResult m = match_linear(b.g, all_nodes(b), {y}, library);
+    ASSERT_TRUE(m.ok) << m.reason;
+    EXPECT_EQ(m.match.result, h);
+    EXPECT_EQ(match_linear(b.g, all_nodes(b), {y}).match.result, y);  // oneDNN: gelu_erf post-op
+    EmittedKernel k = CudaBackend().emit(b.g, make_candidate(b.g, all_nodes(b), false), "");
+    EXPECT_TRUE(k.ok) << k.reason;
   }
 }
 

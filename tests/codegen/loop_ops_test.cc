@@ -247,8 +247,9 @@ TEST(LoopKernel, InnermostConcatAndPadSplitTheLoopAtTheirSeams) {
     const loop::Stage& interior = k->stages[1];
     EXPECT_GE(interior.loops.back().extent, 29) << describe_loop_kernel(*k);
     for (const loop::IndexNode& n : interior.index)
-      if (n.level == static_cast<int>(interior.loops.size()) - 1)
+      if (n.level == static_cast<int>(interior.loops.size()) - 1) {
         EXPECT_TRUE(n.op == loop::IndexOp::kVar || n.op == loop::IndexOp::kSum) << describe_loop_kernel(*k);
+      }
   }
   {  // A dense block's channels-last Concat (24 inputs, more than a reflect pad's few pieces) with
      // the next layer's per-channel scale and shift: one piece per input, no test left in any.

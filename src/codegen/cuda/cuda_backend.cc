@@ -24,11 +24,12 @@ namespace korch::cuda {
 
 namespace {
 
-// Epilogues as on the CPU; emit() keeps those cuBLASLt / cuDNN apply (plan_library_call: a scale,
-// a bias, a residual, then ReLU or tanh-GELU) and refuses the rest with the reason.
+// Epilogues as on the CPU; the linear step keeps those cuBLASLt / cuDNN apply (plan_library_call:
+// a scale, a bias, a residual, then ReLU or tanh-GELU) and generated code runs the rest after it.
 FusionRules cuda_fusion_rules() {
   FusionRules r;
   r.name = "cuda: library epilogues (cuBLASLt, cuDNN)";
+  r.linear_library = [](const nlohmann::json& desc) { return plan_library_call(desc).reason; };
   return r;
 }
 
