@@ -507,37 +507,32 @@ LinearMatchResult Matcher::run() {
   };
   while (scaled && !is_output(r)) {
     std::vector<NodeId> rd = readers(r);
-    const Chain before = chain_;
+    std::optional<Chain> before;  // to put back when the backend's library refuses this step
+    if (library_) before = chain_;
+    ValueId next = kNoValue;
     if (rd.size() == 1) {
       const Node& n = node(rd[0]);
       if (!extend(n, rd[0], r)) break;
-      if (refused()) {
-        chain_ = before;
-        break;
-      }
-      r = n.outputs[0];
-      continue;
+      next = n.outputs[0];
+    } else if (auto act = rd.size() == 2 ? two_reader_activation(r, rd) : std::nullopt) {
+      // SiLU Mul(r, Sigmoid(r)) -> swish; GELU Mul(r, Add(Erf(Div(r, sqrt 2)), 1)) -> gelu_erf
+      // (half of that) then linear(2), the exporter's 0.5 often after it or folded into the next
+      // weights; Mish Mul(r, Tanh(Softplus(r))) -> mish. All of an activation's post-ops or none.
+      json ops = chain_.post_ops;
+      bool fits = true;
+      for (const json& op : act->post_ops) fits = fits && append_post_op(ops, op);
+      if (!fits) break;
+      chain_.post_ops = std::move(ops);
+      chain_.absorbed.insert(chain_.absorbed.end(), act->nodes.begin(), act->nodes.end());
+      next = node(act->nodes.back()).outputs[0];
+    } else {
+      break;
     }
-    // SiLU Mul(r, Sigmoid(r)) -> swish; GELU Mul(r, Add(Erf(Div(r, sqrt 2)), 1)) -> gelu_erf
-    // (half of that) then linear(2), the exporter's 0.5 often after it or folded into the next
-    // weights; Mish Mul(r, Tanh(Softplus(r))) -> mish. All of an activation's post-ops or none.
-    if (rd.size() == 2) {
-      if (auto act = two_reader_activation(r, rd)) {
-        json ops = chain_.post_ops;
-        bool fits = true;
-        for (const json& op : act->post_ops) fits = fits && append_post_op(ops, op);
-        if (!fits) break;
-        chain_.post_ops = std::move(ops);
-        chain_.absorbed.insert(chain_.absorbed.end(), act->nodes.begin(), act->nodes.end());
-        if (refused()) {
-          chain_ = before;
-          break;
-        }
-        r = node(act->nodes.back()).outputs[0];
-        continue;
-      }
+    if (refused()) {
+      chain_ = std::move(*before);
+      break;
     }
-    break;
+    r = next;
   }
   if (integer && scaled) quantize_tail(r);
   if (integer) d["dtypes"]["dst"] = dnnl_type(g_.type(r).dtype);

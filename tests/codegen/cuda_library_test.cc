@@ -245,11 +245,14 @@ struct Described {
   nlohmann::json desc;
   std::vector<ValueId> operands;
 };
-Described describe_all(Builder& b, ValueId y) {
-  b.g.outputs = {y};
+std::vector<NodeId> all_nodes(const Builder& b) {
   std::vector<NodeId> nodes;
   for (size_t n = 0; n < b.g.nodes.size(); ++n) nodes.push_back(static_cast<NodeId>(n));
-  LinearMatchResult m = match_linear(b.g, nodes, {y});
+  return nodes;
+}
+Described describe_all(Builder& b, ValueId y) {
+  b.g.outputs = {y};
+  LinearMatchResult m = match_linear(b.g, all_nodes(b), {y});
   EXPECT_TRUE(m.ok) << m.reason;
   Described d{m.match.desc, m.match.operands};
   d.desc["operand_slots"] = nlohmann::json::array();
@@ -363,11 +366,6 @@ TEST(CudaLibraryPlan, EpiloguesNoLibraryAppliesAreRefused) {
 // a GEMM with its bias, then an erf-GELU (cuBLASLt's GELU is the tanh form).
 TEST(CudaLibraryPlan, WhatTheLibraryCannotApplyStaysGeneratedCode) {
   auto library = [](const nlohmann::json& d) { return plan_library_call(d).reason; };
-  auto all_nodes = [](const Builder& b) {
-    std::vector<NodeId> nodes;
-    for (size_t n = 0; n < b.g.nodes.size(); ++n) nodes.push_back(static_cast<NodeId>(n));
-    return nodes;
-  };
   {
     Builder b;
     ValueId biased = b.bias(b.conv(b.input({1, 4, 6, 6}), {4, 4, 1, 1}));
