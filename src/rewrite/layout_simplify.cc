@@ -46,55 +46,6 @@ bool is_identity_perm(const std::vector<int64_t>& perm) {
   return true;
 }
 
-// Per-axis start and step of a Slice with constant parameters and positive steps (the output
-// shape comes from the node's output type). nullopt when a parameter is not constant or a step
-// is not positive.
-struct SliceSpec {
-  std::vector<int64_t> start, step;
-};
-std::optional<SliceSpec> slice_spec(const Graph& g, const Node& n) {
-  const Shape& in = g.type(n.inputs[0]).shape;
-  const int64_t rank = static_cast<int64_t>(in.size());
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (g.opset >= 10) {
-    auto s = constant_ints(g, n.inputs[1]);
-    auto e = constant_ints(g, n.inputs[2]);
-    if (!s || !e) return std::nullopt;
-    starts = *s;
-    ends = *e;
-    if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) {
-      auto a = constant_ints(g, n.inputs[3]);
-      if (!a) return std::nullopt;
-      axes = *a;
-    }
-    if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) {
-      auto st = constant_ints(g, n.inputs[4]);
-      if (!st) return std::nullopt;
-      steps = *st;
-    }
-  } else {
-    starts = n.attrs.get_ints("starts");
-    ends = n.attrs.get_ints("ends");
-    axes = n.attrs.get_ints("axes");
-  }
-  if (axes.empty()) {
-    axes.resize(starts.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (axes.size() != starts.size() || steps.size() != starts.size()) return std::nullopt;
-  SliceSpec spec{std::vector<int64_t>(in.size(), 0), std::vector<int64_t>(in.size(), 1)};
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
-    if (a < 0 || a >= rank || steps[i] <= 0) return std::nullopt;
-    const int64_t dim = in[static_cast<size_t>(a)];
-    int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
-    spec.start[static_cast<size_t>(a)] = std::clamp<int64_t>(s, 0, dim);
-    spec.step[static_cast<size_t>(a)] = steps[i];
-  }
-  return spec;
-}
-
 bool pads_all_zero(const Graph& g, const Node& n) {
   std::vector<int64_t> pads;
   if (g.opset >= 11) {

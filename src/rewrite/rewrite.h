@@ -24,6 +24,9 @@
 //   fold_into_linear.cc  a constant per-output-channel scale after Conv (constant weights) or
 //                        after MatMul (constant right operand) folded into the weights, through a
 //                        bias Add (bias scaled too); two consecutive bias Adds merged into one
+//   concat_simplify.cc   a Concat of Slices of one value at a constant stride -> one Slice of a view;
+//                        a Concat of same elementwise ops on constants -> the op on the Concat;
+//                        a Slice of an elementwise op of a Concat selecting one input -> the op on it
 //   broadcast_sinking.cc an elementwise op over Expands of same-shaped sources computed on the
 //                        sources, then expanded once
 #pragma once
@@ -79,6 +82,11 @@ bool merge_reshapes(Graph& g);            // Reshape(Reshape(x)) -> Reshape(x)
 bool merge_view_chains(Graph& g);         // Transpose/Reshape chain that keeps memory order -> Reshape(x)
 bool remove_noop_layout(Graph& g);        // Reshape/Transpose/Expand/Slice/Concat/Tile/Pad whose output is its input
 bool slice_of_concat(Graph& g);           // Slice(Concat(a, b, c)) selecting exactly b -> b
+
+// --- concat_simplify.cc ---
+bool regroup_sliced_concat(Graph& g);          // Concat(Slice(x, 0:2), Slice(x, 85:87), ...) -> Reshape(Slice(Reshape(x)))
+bool hoist_elementwise_over_concat(Graph& g);  // Concat(op(a, c1), op(b, c2)) -> op(Concat(a, b), [c1, c2])
+bool slice_elementwise_of_concat(Graph& g);    // Slice(op(Concat(a, b), c)) selecting b -> op(b, c)
 
 // --- conv_over_concat.cc ---
 bool conv_over_upsampled_concat(Graph& g);  // Conv1x1(Concat(upsample(y_i))) -> sum of upsample(Conv1x1(y_i))

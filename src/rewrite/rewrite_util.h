@@ -59,6 +59,14 @@ std::optional<std::vector<int64_t>> constant_ints(const Graph& g, ValueId v);
 // index (size 1 when t is constant along it). nullopt otherwise.
 std::optional<std::vector<double>> values_along_axis(const Tensor& t, int64_t out_rank, int64_t axis);
 
+// Per-axis start and step of a Slice with constant parameters and positive steps (the output
+// shape comes from the node's output type; starts are normalised and clamped). nullopt when a
+// parameter is not constant or a step is not positive.
+struct SliceSpec {
+  std::vector<int64_t> start, step;
+};
+std::optional<SliceSpec> slice_spec(const Graph& g, const Node& n);
+
 class Rewriter {
  public:
   explicit Rewriter(Graph& g);
