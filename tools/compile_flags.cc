@@ -29,7 +29,8 @@ void OrchestrateFlags::add_to(CLI::App& app) {
   app.add_option("--state-limit", state_limit, "Most execution states for the no-recompute search (0 = skip)");
   app.add_option("--dump-blp", dump_blp,
                  "Also write the binary linear program (costs scaled so the dearest kernel is 1000) as LP text; "
-                 "regions of 1000 candidates or more also alone, as FILE.region<N>.lp");
+                 "regions of 1000 candidates or more also alone, as FILE.region<N>.lp, with the primitives of each "
+                 "candidate variable in FILE.region<N>.candidates.txt");
   app.add_flag("--verbose-solver", verbose_solver, "Show the solver's log");
   app.add_flag("--no-rewrite-choices", no_rewrite_choices,
                "Keep the primitive graph's rewrite alternatives out of the program (by default each site is a choice "

@@ -230,6 +230,23 @@ void write_lp(const std::string& path, const Blp& blp) {
   if (!f) fail_io("cannot write {}", path);
 }
 
+// Beside a dumped program: one line per candidate variable, "k<i> <cost>: <node> <node> ..." (a node
+// without a name as <op>#<id in the region>), so
+// that a solver experiment can say which kernels a fractional or chosen variable stands for.
+void write_candidate_names(const std::string& path, const Graph& g, const std::vector<KernelCandidate>& candidates,
+                           const std::vector<double>& scaled) {
+  std::ofstream f(path);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    f << 'k' << i << ' ' << scaled[i] << (candidates[i].minimal_outputs ? " minimal" : "") << ':';
+    for (NodeId n : candidates[i].nodes) {
+      const Node& node = g.nodes[static_cast<size_t>(n)];
+      f << ' ' << (node.name.empty() ? fmt::format("{}#{}", node.op_type, n) : node.name);
+    }
+    f << '\n';
+  }
+  if (!f) fail_io("cannot write {}", path);
+}
+
 // One region's selection (regions.h): the state search, the BLP with its warm start, cycle cuts.
 // `scaled` are the costs the solver sees (dominated variants infinite), `scale` their factor.
 Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& candidates,
@@ -532,11 +549,14 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     };
     OrchestrateOptions in_region = whole;
     if (options.rewrite_sites) in_region.rewrite_sites = &reg.sites;
-    if (!options.dump_blp_path.empty() && big)  // as their solver sees them (for solver experiments)
+    if (!options.dump_blp_path.empty() && big) {  // as their solver sees them (for solver experiments)
       write_lp(fmt::format("{}.region{}.lp", options.dump_blp_path, r + 1),
                build_orchestration_blp(reg.graph, reg.local_candidates, s, options.allow_recompute,
                                        in_region.rewrite_sites)
                    .blp);
+      write_candidate_names(fmt::format("{}.region{}.candidates.txt", options.dump_blp_path, r + 1), reg.graph,
+                            reg.local_candidates, s);
+    }
     const double slack = std::max(0.0, options.rel_gap * solved_objective - gap_used) * scale;
     parts[r] = select_in_region(reg.graph, reg.local_candidates, c, s, scale, in_region,
                                 std::max(1.0, options.time_limit_s - seconds_since(t0)), big ? options.rel_gap : 0,

@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 #include <queue>
+#include <fstream>
 #include <random>
 
 #include <fmt/format.h>
@@ -26,6 +27,7 @@
 #include "orchestrate/analytic_cost.h"
 #include "orchestrate/graph_index.h"
 #include "orchestrate/regions.h"
+#include "temp_dir.h"
 
 namespace korch {
 namespace {
@@ -169,6 +171,42 @@ std::vector<double> with_barriers(const Graph& g, const std::vector<KernelCandid
         if (barrier[static_cast<size_t>(v)] && std::binary_search(cands[i].nodes.begin(), cands[i].nodes.end(), p))
           costs[i] = std::numeric_limits<double>::infinity();
   return costs;
+}
+
+// --dump-blp writes a big region's program and, beside it, which primitives each of its candidate
+// variables holds (for solver experiments on the region alone).
+TEST(Orchestrate, DumpedRegionNamesItsCandidates) {
+  korch::testing::TempDir dir("korch-dump-blp");
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    const Graph g = random_dag(26, seed + 900);
+    const CandidateSet cs = enumerate_candidates(g, unbounded());
+    const std::vector<double> costs = with_barriers(g, cs.candidates, random_costs(cs.candidates, seed), seed);
+    OrchestrateOptions opt = exact(true);
+    opt.time_limit_s = 5;
+    opt.dump_blp_path = (dir.path() / fmt::format("p{}.lp", seed)).string();
+    const Selection sel = select_kernels(g, cs.candidates, costs, opt);
+    if (sel.regions < 2) continue;
+    for (int r = 1; r <= sel.regions; ++r) {
+      std::ifstream names(fmt::format("{}.region{}.candidates.txt", opt.dump_blp_path, r));
+      if (!names) continue;
+      std::ifstream lp(fmt::format("{}.region{}.lp", opt.dump_blp_path, r));
+      ASSERT_TRUE(lp.good());
+      const std::string program((std::istreambuf_iterator<char>(lp)), std::istreambuf_iterator<char>());
+      int lines = 0;
+      for (std::string line; std::getline(names, line); ++lines) {
+        const std::string var = line.substr(0, line.find(' '));
+        EXPECT_EQ(var, fmt::format("k{}", lines));
+        EXPECT_NE(program.find(" " + var + " "), std::string::npos) << var << " is not in the program";
+        std::istringstream nodes(line.substr(line.find(':') + 1));
+        int count = 0;
+        for (std::string name; nodes >> name; ++count) EXPECT_NE(name.find('#'), std::string::npos) << name;  // unnamed: op#id
+        EXPECT_GT(count, 0) << line;
+      }
+      EXPECT_GE(lines, 1000);  // only big regions are dumped alone
+      return;
+    }
+  }
+  FAIL() << "no seed gave a region big enough to be dumped";
 }
 
 // Every plan as (cost, peak intermediate bytes): without recompute every partition of the
