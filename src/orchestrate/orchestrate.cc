@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrate/dominance.h"
 #include "orchestrate/graph_index.h"
 #include "orchestrate/regions.h"
 #include "orchestrate/rewrite_sites.h"
@@ -412,58 +413,10 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
   const double scale = max_cost > 0 ? 1000.0 / max_cost : 1.0;
   std::vector<double> scaled(costs.size());
   for (size_t i = 0; i < costs.size(); ++i) scaled[i] = costs[i] * scale;
-  // Dominance (exact): a minimal-output variant that costs no less than the full variant of the
-  // same primitives can be replaced by it in any plan (same inputs, more outputs), so it is left
-  // out. Compute-bound kernels tie this way, which on big programs removes many variables.
-  const bool budget = options.memory_budget >= 0;  // the dominance passes do not hold for memory
-  int64_t dominated = 0;
-  std::map<std::vector<NodeId>, size_t> full_of;  // primitives -> their full-output candidate
-  for (size_t i = 0; i < candidates.size(); ++i)
-    if (!candidates[i].minimal_outputs) full_of.emplace(candidates[i].nodes, i);
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (!candidates[i].minimal_outputs || budget) continue;
-    auto it = full_of.find(candidates[i].nodes);
-    if (it != full_of.end() && scaled[it->second] <= scaled[i]) {
-      scaled[i] = std::numeric_limits<double>::infinity();
-      ++dominated;
-    }
-  }
-  // Dominance (exact): a kernel K of several primitives is left out when it costs no less than
-  // running it in two parts, a prefix A of its primitives (in topological order) and the rest B,
-  // each part as a candidate of its own or one primitive at a time. A and B read K's inputs and
-  // write every value K writes (full outputs), A then B runs where K ran, so any plan with K has
-  // one without it at no higher cost. A split into primitives is such a chain of splits. With
-  // measured costs this leaves out a third of YOLOv4's fused candidates (slow fusions of big
-  // convolutions); analytic costs have none. Fewer candidates also split the program into more,
-  // smaller regions.
-  if (!budget) {
-    const std::vector<double> before = scaled;  // parts are priced as they were before this pass
-    std::vector<double> alone(g.nodes.size(), std::numeric_limits<double>::infinity());
-    for (size_t i = 0; i < candidates.size(); ++i)
-      if (!candidates[i].minimal_outputs && candidates[i].nodes.size() == 1)
-        alone[static_cast<size_t>(candidates[i].nodes[0])] = scaled[i];
-    // The cheaper of a part's own candidate (if any) and its primitives one by one.
-    std::vector<NodeId> part;
-    auto part_cost = [&](std::vector<NodeId>::const_iterator b, std::vector<NodeId>::const_iterator e) {
-      double one_by_one = 0;
-      for (auto it = b; it != e; ++it) one_by_one += alone[static_cast<size_t>(*it)];
-      if (e - b == 1) return one_by_one;
-      part.assign(b, e);
-      auto it = full_of.find(part);
-      return it == full_of.end() ? one_by_one : std::min(one_by_one, before[it->second]);
-    };
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      const std::vector<NodeId>& nodes = candidates[i].nodes;  // sorted: topological
-      if (nodes.size() < 2 || !std::isfinite(scaled[i])) continue;
-      for (auto cut = nodes.begin() + 1; cut != nodes.end(); ++cut) {
-        if (part_cost(nodes.begin(), cut) + part_cost(cut, nodes.end()) <= scaled[i]) {
-          scaled[i] = std::numeric_limits<double>::infinity();
-          ++dominated;
-          break;
-        }
-      }
-    }
-  }
+  const bool budget = options.memory_budget >= 0;
+  // The dominance passes do not hold for memory: a budget keeps every candidate.
+  const int64_t dominated =
+      budget ? 0 : leave_out_dominated(g, candidates, scaled, options.allow_recompute, options.rewrite_sites);
   OrchestrateOptions whole = options;
   std::string memory_floor;  // under a budget: the least peak any plan can have, for the errors
   if (budget) {

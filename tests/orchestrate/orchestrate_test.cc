@@ -391,17 +391,22 @@ TEST(Orchestrate, SmallRegionsAreSolvedExactlyUnderAGap) {
   EXPECT_EQ(loose.solve.gap, 0.0);
 }
 
-// A fused kernel that costs no less than its primitives one by one is left out (dominated), and
-// the optimum is unchanged: a -> b -> c, fusions of two cost their parts' sum, of three a little
-// more; only the singletons remain.
-TEST(Orchestrate, FusionsNoCheaperThanTheirPrimitivesAreLeftOut) {
-  const Graph g = parse_graph(R"(graph t (opset 17) {
+// x -> Relu a -> Neg b -> Exp c.
+Graph chain_of_three() {
+  return parse_graph(R"(graph t (opset 17) {
   input x: f32[8]
   %a: f32[8] = Relu(x)
   %b: f32[8] = Neg(a)
   %c: f32[8] = Exp(b)
   output c
 })");
+}
+
+// A fused kernel that costs no less than its primitives one by one is left out (dominated), and
+// the optimum is unchanged: a -> b -> c, fusions of two cost their parts' sum, of three a little
+// more; only the singletons remain.
+TEST(Orchestrate, FusionsNoCheaperThanTheirPrimitivesAreLeftOut) {
+  const Graph g = chain_of_three();
   const CandidateSet cs = enumerate_candidates(g, unbounded());
   std::vector<double> costs;
   int fused = 0;
@@ -417,6 +422,72 @@ TEST(Orchestrate, FusionsNoCheaperThanTheirPrimitivesAreLeftOut) {
     EXPECT_NEAR(sel.objective, brute_force_optimum(g, cs.candidates, costs), 1e-9);
     EXPECT_EQ(sel.order.size(), 3u);
   }
+}
+
+// With recompute, a kernel is left out when one more primitive makes a candidate that costs no more,
+// reads nothing new (x is a graph input: free) and writes what it wrote: {b, c} reads a, {a, b, c}
+// computes a from x itself at a lower cost. The optimum stays; without recompute nothing changes.
+TEST(Orchestrate, KernelsThatOneMorePrimitiveMakesCheaperAreLeftOut) {
+  const Graph g = chain_of_three();
+  const CandidateSet cs = enumerate_candidates(g, unbounded());
+  std::vector<double> costs;
+  for (const KernelCandidate& k : cs.candidates) costs.push_back(k.nodes.size() == 1 ? 1.0 : k.nodes.size() == 2 ? 1.9 : 1.5);
+  const Selection with = select_kernels(g, cs.candidates, costs, exact(true));
+  const Selection without = select_kernels(g, cs.candidates, costs, exact(false));
+  EXPECT_EQ(with.dominated, without.dominated + 1);  // {b, c}; {a, b} writes b, which {a, b, c} does not
+  EXPECT_NEAR(with.objective, 1.5, 1e-9);
+  EXPECT_NEAR(without.objective, 1.5, 1e-9);
+}
+
+// The larger candidate must not read a value the smaller does not: {a, b, d} costs what {a, b} costs
+// but reads e, which the optimum {a, b} + {e, d} never writes, so {a, b} stays.
+TEST(Orchestrate, SupersetThatReadsMoreDoesNotDominate) {
+  const Graph g = parse_graph(R"(graph t (opset 17) {
+  input x: f32[8]
+  %a: f32[8] = Relu(x)
+  %b: f32[8] = Neg(a)
+  %e: f32[8] = Exp(x)
+  %d: f32[8] = Add(b, e)
+  output b, d
+})");
+  const CandidateSet cs = enumerate_candidates(g, unbounded());
+  std::vector<double> costs;
+  for (const KernelCandidate& k : cs.candidates) {
+    std::string names;
+    for (NodeId n : k.nodes) names += g.value(g.nodes[static_cast<size_t>(n)].outputs[0]).name;
+    costs.push_back(names.size() == 1 ? 10.0 : names == "ab" || names == "abd" || names == "ed" ? 3.0 : 20.0);
+  }
+  const Selection sel = select_kernels(g, cs.candidates, costs, exact(true));
+  EXPECT_NEAR(sel.objective, 6.0, 1e-9);
+  EXPECT_NEAR(sel.objective, brute_force_optimum(g, cs.candidates, costs), 1e-9);
+}
+
+// On random graphs whose kernels cost by the values they read (so taking in a primitive that reads
+// the graph input often pays), the optimum with recompute equals brute force with the superset
+// dominance leaving kernels out.
+TEST(Orchestrate, SupersetDominanceKeepsTheOptimum) {
+  int left_out = 0;
+  for (uint32_t seed = 1; seed <= 240; ++seed) {
+    const Graph g = random_dag(3 + static_cast<int>(seed % 10), seed + 7000);
+    const CandidateSet cs = enumerate_candidates(g, unbounded());
+    std::mt19937 rng(seed);
+    std::vector<double> costs;
+    for (const KernelCandidate& k : cs.candidates) {
+      int reads = 0;
+      for (ValueId v : k.inputs) reads += !is_free_value(g, v);
+      costs.push_back(1.0 + 0.5 * reads + 0.1 * static_cast<double>(k.nodes.size()) +
+                      0.01 * static_cast<double>(rng() % 10) + (k.minimal_outputs ? -0.05 : 0.0));
+    }
+    if (seed % 2) costs = random_costs(cs.candidates, seed * 104729u);  // supersets cheaper at random
+    const double truth = brute_force_optimum(g, cs.candidates, costs);
+    const Selection with = select_kernels(g, cs.candidates, costs, exact(true));
+    ASSERT_EQ(with.solve.status, SolveStatus::kOptimal) << "seed " << seed;
+    ASSERT_NEAR(with.objective, truth, 1e-6) << "seed " << seed << "\n" << print_graph(g);
+    const KernelPlan plan = make_plan(g, cs.candidates, with.order, costs, {});
+    ASSERT_NO_THROW(verify_plan(g, plan)) << "seed " << seed;
+    left_out += with.dominated - select_kernels(g, cs.candidates, costs, exact(false)).dominated;
+  }
+  EXPECT_GT(left_out, 50);  // the instances exercise the rule
 }
 
 // The state search stops at its time limit as it does at its state limit.
