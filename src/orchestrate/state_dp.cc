@@ -134,6 +134,15 @@ DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandi
     return c.nodes.size() == 1 && source[static_cast<size_t>(v)] && !gi.succs[static_cast<size_t>(v)].empty();
   };
 
+  // The first node a state has not run that is not a source: the window is measured from it, as
+  // sources wait for the step that first reads them (a bias Expand numbered first would otherwise
+  // pin the window to the start).
+  auto first_open = [&](const State& st) {
+    NodeId v = st.prefix;
+    while (v < n && (st.has(v) || source[static_cast<size_t>(v)])) ++v;
+    return v;
+  };
+
   struct Entry {
     double dist;
     int parent;     // state index
@@ -200,7 +209,7 @@ DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandi
             added.push_back(u);
           }
           State next = add_nodes(s, added);
-          if (window > 0 && next.max_node() - next.prefix >= window) continue;
+          if (window > 0 && next.max_node() - first_open(next) >= window) continue;
           visit(std::move(next), dist + step, si, ci, size + static_cast<int>(added.size()));
         }
       }

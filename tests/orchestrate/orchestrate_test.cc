@@ -507,6 +507,25 @@ TEST(Orchestrate, StateSearchStopsAtItsTimeLimit) {
   EXPECT_LT(r.seconds, 5.0);
 }
 
+// The windowed search is measured from the first node not yet run that is not a source: a source
+// numbered first (a broadcast constant, say) that only the last primitive reads waits for it, and
+// must not pin the window to the start. A chain of 10 runs with a window of 3.
+TEST(Orchestrate, WindowedSearchPassesSourcesThatWaitForTheirReader) {
+  std::string text = "graph w (opset 17) {\n  input x: f32[8]\n  %s: f32[8] = Relu(x)\n  %a0: f32[8] = Neg(x)\n";
+  for (int i = 1; i < 10; ++i) text += fmt::format("  %a{}: f32[8] = Exp(a{})\n", i, i - 1);
+  const Graph g = parse_graph(text + "  %y: f32[8] = Add(a9, s)\n  output y\n}\n");
+  CandidateOptions small;
+  small.max_primitives = 2;
+  const CandidateSet cs = enumerate_candidates(g, small);
+  std::vector<double> costs;
+  for (const KernelCandidate& k : cs.candidates) costs.push_back(k.nodes.size() == 1 ? 1.0 : 1.5);
+  const DpResult exact = shortest_path_over_states(g, cs.candidates, costs, 1'000'000);
+  const DpResult windowed = shortest_path_over_states(g, cs.candidates, costs, 1'000'000, 3);
+  ASSERT_TRUE(exact.completed && exact.feasible);
+  ASSERT_TRUE(windowed.feasible);
+  EXPECT_NEAR(windowed.cost, exact.cost, 1e-9);  // pairs all along the chain: the window loses nothing here
+}
+
 // The header's example: a -> b -> Conv -> c where the Conv takes epilogues only: two regions, the
 // first writes b's value for the second, which reads it as a free input.
 TEST(Orchestrate, RegionsSplitWhereNoCandidateCrosses) {
