@@ -24,6 +24,7 @@
 #include <cstring>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include "ir/primitive.h"
 #include "rewrite/rewrite.h"
@@ -108,6 +109,15 @@ std::optional<size_t> single_variable_operand(const Graph& g, const Node& n) {
   }
   if (!slot || g.type(n.inputs[*slot]).shape != g.type(n.outputs[0]).shape) return std::nullopt;
   return slot;
+}
+
+// Ops whose operands broadcast numpy-style, so one may hold different values per piece (Clip's
+// bounds and QuantizeLinear's scale must stay scalars).
+bool broadcasting_op(const std::string& op) {
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "PRelu", "Where",
+                                            "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
+                                            "Xor", "BitShift", "Sum", "Mean"};
+  return ops.count(op) != 0;
 }
 
 // An elementwise operand of shape `shape` holding `t` (broadcast): a scalar constant as it is, `t`
@@ -298,6 +308,7 @@ bool hoist_elementwise_over_concat(Graph& g) {
           for (size_t a = 0; a < rank; ++a) dims[a] = std::max(dims[a], aligned_dim(*c, rank, static_cast<int64_t>(a)));
         }
         if (same && cs[0]->numel() == 1 && constant_of(g, operands[k])) continue;  // a scalar serves every piece
+        if (!same && !broadcasting_op(first.op_type)) return {e, kNoValue};  // Clip bounds, quantization scales
         // One constant that broadcasts along the axis serves every piece; else the pieces' constants
         // are concatenated.
         operands[k] = operand_of_shape(rw, same ? *cs[0] : concat_constants(cs, widths, dims, rank, axis), joined_shape);

@@ -108,6 +108,14 @@ TEST(RewriteConcat, HoistingWouldLoseOrChangeMeaning) {
     b.output(b.op("Concat", {b.op("Relu", {b.input({1, 2, 3})}), b.op("Relu", {b.input({1, 4, 3})})}, axis_attr(1)));
     expect_rewrite_equivalent(b.g, hoist_elementwise_over_concat, /*expect_change=*/false);
   }
+  {  // Clip bounds must stay scalars: pieces clipped differently keep their Clips
+    GraphBuilder b;
+    ValueId x = b.input({2, 4});
+    b.output(b.op("Concat", {b.op("Clip", {slice(b, x, 0, 2, 1), b.scalar(0.f), b.scalar(1.f)}),
+                             b.op("Clip", {slice(b, x, 2, 4, 1), b.scalar(0.f), b.scalar(6.f)})},
+                  axis_attr(1)));
+    expect_rewrite_equivalent(b.g, hoist_elementwise_over_concat, /*expect_change=*/false);
+  }
   {  // the constant is on the other side in one piece; two variable operands
     GraphBuilder b;
     ValueId x = b.input({2, 4});
@@ -116,6 +124,16 @@ TEST(RewriteConcat, HoistingWouldLoseOrChangeMeaning) {
     b.output(b.op("Concat", {b.op("Mul", {l, l}), b.op("Mul", {r, r})}, axis_attr(1)));
     expect_rewrite_equivalent(b.g, hoist_elementwise_over_concat, /*expect_change=*/false);
   }
+}
+
+TEST(RewriteConcat, EqualClipBoundsAreHoisted) {
+  GraphBuilder b;
+  ValueId x = b.input({2, 4});
+  ValueId lo = b.scalar(0.f), hi = b.scalar(6.f);
+  b.output(b.op("Concat", {b.op("Clip", {slice(b, x, 0, 2, 1), lo, hi}), b.op("Clip", {slice(b, x, 2, 4, 1), lo, hi})},
+                axis_attr(1)));
+  Graph r = expect_rewrite_equivalent(b.g, hoist_elementwise_over_concat);
+  EXPECT_EQ(count_op(r, "Clip"), 1);
 }
 
 TEST(RewriteConcat, SlicesOfAnElementwiseOpOfAConcatReadThePieces) {
