@@ -91,6 +91,14 @@ class Matcher {
   bool binary(const Node& n, ValueId r, json& ops);
   static bool append_post_op(json& ops, const json& op);
   std::optional<double> scalar_value(ValueId v) const;
+  // `d` with the chain's operands and post-ops, its slots unassigned (-1: the backend binds them).
+  json with_chain(json d) const {
+    d["operands"] = chain_.operands;
+    d["post_ops"] = chain_.post_ops;
+    d["operand_slots"] = std::vector<int>(chain_.operands.size(), -1);
+    d["result_slot"] = -1;
+    return d;
+  }
   // An activation read as Mul(r, f(r)), so r has two kernel readers (SiLU, GELU, Mish): the nodes
   // it absorbs (the Mul last) and its post-ops; nullopt when rd is not one of them (or one of its
   // intermediates is read elsewhere or is a kernel output).
@@ -498,12 +506,7 @@ LinearMatchResult Matcher::run() {
   // back as it was before its last node, and stops).
   auto refused = [&] {
     if (!library_) return false;
-    json probe = d;
-    probe["operands"] = chain_.operands;
-    probe["post_ops"] = chain_.post_ops;
-    probe["operand_slots"] = std::vector<int>(chain_.operands.size(), -1);
-    probe["result_slot"] = -1;
-    return !library_(probe).empty();
+    return !library_(with_chain(d)).empty();
   };
   while (scaled && !is_output(r)) {
     std::vector<NodeId> rd = readers(r);
@@ -547,11 +550,8 @@ LinearMatchResult Matcher::run() {
   }
   std::sort(absorbed.begin(), absorbed.end());
 
-  d["operands"] = chain_.operands;
-  d["post_ops"] = chain_.post_ops;
+  d = with_chain(std::move(d));
   d["format"] = "auto";
-  d["operand_slots"] = std::vector<int>(chain_.operands.size(), -1);
-  d["result_slot"] = -1;
   res.ok = true;
   res.match.linear = lin;
   res.match.absorbed = std::move(absorbed);
