@@ -42,28 +42,6 @@ int64_t concat_axis(const Graph& g, const Node& n) {
   return axis;
 }
 
-// A Slice that keeps every axis whole but one, which it cuts to [start, start + len) with step 1.
-struct Piece {
-  ValueId source = kNoValue;
-  int64_t axis = -1, start = 0, len = 0;
-};
-std::optional<Piece> slice_piece(const Graph& g, ValueId v) {
-  const Node* n = producer_of(g, v);
-  if (!n || !is_op(*n, "Slice") || n->outputs[0] != v) return std::nullopt;
-  std::optional<SliceSpec> spec = slice_spec(g, *n);
-  if (!spec) return std::nullopt;
-  const Shape& in = g.type(n->inputs[0]).shape;
-  const Shape& out = g.type(v).shape;
-  Piece p{n->inputs[0], -1, 0, 0};
-  for (size_t a = 0; a < in.size(); ++a) {
-    if (out[a] == in[a]) continue;
-    if (p.axis >= 0 || (spec->step[a] != 1 && out[a] > 1)) return std::nullopt;
-    p = {n->inputs[0], static_cast<int64_t>(a), spec->start[a], out[a]};
-  }
-  if (p.axis < 0) return std::nullopt;
-  return p;
-}
-
 // `t` broadcast (numpy rules) to rank `rank`, restricted to the box starting at `lo` with `extent`
 // per output axis (axes where `t` has size 1 repeat its one element). Bytes are copied as they are,
 // so any dtype works.
@@ -135,19 +113,19 @@ struct SliceRun {
   size_t end = 0;
   int64_t stride = 0;
 };
-SliceRun slice_run(const Graph& g, const std::vector<std::optional<Piece>>& pieces, size_t b, int64_t axis) {
+SliceRun slice_run(const Graph& g, const std::vector<std::optional<SlicePiece>>& pieces, size_t b, int64_t axis) {
   const size_t n = pieces.size();
   if (!pieces[b] || pieces[b]->axis != axis || b + 1 >= n || !pieces[b + 1] || pieces[b + 1]->source != pieces[b]->source ||
       pieces[b + 1]->axis != axis)
     return {b + 1, 0};
-  const Piece& p0 = *pieces[b];
+  const SlicePiece& p0 = *pieces[b];
   const int64_t dim = g.type(p0.source).shape[static_cast<size_t>(axis)];
   int64_t stride = pieces[b + 1]->start - p0.start;
   if (stride == p0.len) stride = 0;
   else if (stride <= p0.len || dim % stride != 0 || p0.start % stride + p0.len > stride) return {b + 1, 0};
   size_t e = b + 1;
   for (; e < n && pieces[e] && pieces[e]->source == p0.source && pieces[e]->axis == axis; ++e) {
-    const Piece& prev = *pieces[e - 1];
+    const SlicePiece& prev = *pieces[e - 1];
     if (stride > 0 ? pieces[e]->len != p0.len || pieces[e]->start != prev.start + stride
                    : pieces[e]->start != prev.start + prev.len)
       break;
@@ -225,12 +203,12 @@ bool regroup_sliced_concat(Graph& g) {
   if (g.opset < 10) return false;  // Slice with constant inputs
   Rewriter rw(g);
   return rewrite_concats(g, rw, [&](const std::vector<ValueId>& inputs, int64_t axis, ValueId out) {
-    std::vector<std::optional<Piece>> pieces;
+    std::vector<std::optional<SlicePiece>> pieces;
     for (ValueId v : inputs) pieces.push_back(slice_piece(g, v));
     rebuild_concat(rw, out, inputs, axis, [&](size_t b) -> std::pair<size_t, ValueId> {
       const SliceRun run = slice_run(g, pieces, b, axis);
       if (run.end - b < 2) return {b + 1, kNoValue};
-      const Piece p0 = *pieces[b], last = *pieces[run.end - 1];
+      const SlicePiece p0 = *pieces[b], last = *pieces[run.end - 1];
       if (run.stride == 0)
         return {run.end, rw.append_node("Slice", {p0.source, rw.int_list({p0.start}), rw.int_list({last.start + last.len}),
                                                   rw.int_list({axis})})[0]};
@@ -276,7 +254,7 @@ bool hoist_elementwise_over_concat(Graph& g) {
       return true;
     };
     // Where the variables are Slices of one value that regroup_sliced_concat joins into one.
-    std::vector<std::optional<Piece>> pieces;
+    std::vector<std::optional<SlicePiece>> pieces;
     for (size_t r = 0; r < inputs.size(); ++r) pieces.push_back(ops[r] ? slice_piece(g, ops[r]->inputs[slots[r]]) : std::nullopt);
     rebuild_concat(rw, out, inputs, axis, [&](size_t b) -> std::pair<size_t, ValueId> {
       size_t e = b + 1;
@@ -334,26 +312,22 @@ bool slice_elementwise_of_concat(Graph& g) {
     const size_t rank = g.type(n.outputs[0]).shape.size();
     // Every reader is a Slice along the Concat's axis selecting exactly one of its inputs.
     const std::vector<NodeId>& readers = uses.consumers[static_cast<size_t>(n.outputs[0])];
-    std::vector<std::pair<ValueId, ValueId>> cuts;  // slice output, the Concat input it selects
+    struct Cut {
+      ValueId slice, part;  // the Slice's output, the Concat input it selects
+      int64_t start;        // where that input starts along the axis
+    };
+    std::vector<Cut> cuts;
     for (NodeId r : readers) {
       const Node& s = g.nodes[static_cast<size_t>(r)];
-      std::optional<Piece> p = is_op(s, "Slice") && s.inputs[0] == n.outputs[0] ? slice_piece(g, s.outputs[0]) : std::nullopt;
+      std::optional<SlicePiece> p = s.inputs[0] == n.outputs[0] ? slice_piece(g, s.outputs[0]) : std::nullopt;
       if (!p || p->axis != axis) break;
-      int64_t offset = 0;
-      for (ValueId part : cat->inputs) {
-        const int64_t size = g.type(part).shape[static_cast<size_t>(axis)];
-        if (offset == p->start && size == p->len) {
-          cuts.emplace_back(s.outputs[0], rw.resolve(part));
-          break;
-        }
-        offset += size;
-      }
-      if (offset == g.type(cat->outputs[0]).shape[static_cast<size_t>(axis)]) break;  // selects no single input
+      const ValueId part = concat_input_spanning(g, *cat, axis, p->start, p->len);
+      if (part == kNoValue) break;  // selects no single input
+      cuts.push_back({s.outputs[0], rw.resolve(part), p->start});
     }
     if (cuts.empty() || cuts.size() != readers.size()) continue;
     const Node e = n;  // appending nodes invalidates `n`
-    for (auto [old_value, part] : cuts) {
-      const int64_t start = slice_piece(g, old_value)->start;
+    for (const auto& [old_value, part, start] : cuts) {
       std::vector<ValueId> operands = e.inputs;
       operands[*slot] = part;
       const Shape& shape = g.type(part).shape;

@@ -18,7 +18,6 @@
 //   slice_of_concat      Slice(Concat(a[2,3], b[2,5], axis=1), starts=[3], ends=[8], axes=[1]) -> b
 #include <algorithm>
 #include <deque>
-#include <numeric>
 #include <optional>
 
 #include "rewrite/rewrite.h"
@@ -263,28 +262,14 @@ bool slice_of_concat(Graph& g) {
     if (!is_op(n, "Slice") || n.outputs[0] == kNoValue) continue;
     const Node* c = producer_of(g, n.inputs[0]);
     if (!c || !is_op(*c, "Concat")) continue;
-    std::optional<SliceSpec> spec = slice_spec(g, n);
-    if (!spec) continue;
-    const Shape& in = g.type(n.inputs[0]).shape;
-    const Shape& out = g.type(n.outputs[0]).shape;
-    const int64_t rank = static_cast<int64_t>(in.size());
-    int64_t axis = c->attrs.get_int("axis", 0);
-    if (axis < 0) axis += rank;
     // Every other axis is kept whole; the concat axis takes one contiguous run.
-    bool whole = true;
-    for (int64_t a = 0; a < rank; ++a)
-      if (a != axis) whole &= out[static_cast<size_t>(a)] == in[static_cast<size_t>(a)];
-    const int64_t start = spec->start[static_cast<size_t>(axis)], len = out[static_cast<size_t>(axis)];
-    if (!whole || (spec->step[static_cast<size_t>(axis)] != 1 && len > 1)) continue;
-    int64_t offset = 0;
-    for (ValueId part : c->inputs) {
-      const int64_t size = g.type(part).shape[static_cast<size_t>(axis)];
-      if (offset == start && size == len && size > 0) {
-        rw.replace(n.outputs[0], part);
-        break;
-      }
-      offset += size;
-    }
+    const std::optional<SlicePiece> piece = slice_piece(g, n.outputs[0]);
+    if (!piece) continue;
+    int64_t axis = c->attrs.get_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(g.type(n.inputs[0]).shape.size());
+    if (piece->axis != axis) continue;
+    const ValueId part = concat_input_spanning(g, *c, axis, piece->start, piece->len);
+    if (part != kNoValue) rw.replace(n.outputs[0], part);
   }
   return rw.finish();
 }

@@ -1,7 +1,6 @@
 #include "rewrite/rewrite_util.h"
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 
 #include "ir/op_registry.h"
@@ -102,6 +101,33 @@ std::optional<SliceSpec> slice_spec(const Graph& g, const Node& n) {
     spec.step[static_cast<size_t>(a)] = steps[i];
   }
   return spec;
+}
+
+std::optional<SlicePiece> slice_piece(const Graph& g, ValueId v) {
+  const Node* n = producer_of(g, v);
+  if (!n || !n->domain.empty() || n->op_type != "Slice" || n->outputs[0] != v) return std::nullopt;
+  std::optional<SliceSpec> spec = slice_spec(g, *n);
+  if (!spec) return std::nullopt;
+  const Shape& in = g.type(n->inputs[0]).shape;
+  const Shape& out = g.type(v).shape;
+  SlicePiece p{n->inputs[0], -1, 0, 0};
+  for (size_t a = 0; a < in.size(); ++a) {
+    if (out[a] == in[a]) continue;
+    if (p.axis >= 0 || (spec->step[a] != 1 && out[a] > 1)) return std::nullopt;
+    p = {n->inputs[0], static_cast<int64_t>(a), spec->start[a], out[a]};
+  }
+  if (p.axis < 0) return std::nullopt;
+  return p;
+}
+
+ValueId concat_input_spanning(const Graph& g, const Node& concat, int64_t axis, int64_t start, int64_t len) {
+  int64_t offset = 0;
+  for (ValueId part : concat.inputs) {
+    const int64_t size = g.type(part).shape[static_cast<size_t>(axis)];
+    if (offset == start && size == len && size > 0) return part;
+    offset += size;
+  }
+  return kNoValue;
 }
 
 std::optional<std::vector<int64_t>> constant_ints(const Graph& g, ValueId v) {

@@ -66,6 +66,16 @@ struct SliceSpec {
   std::vector<int64_t> start, step;
 };
 std::optional<SliceSpec> slice_spec(const Graph& g, const Node& n);
+// When `v` is the output of a Slice that keeps every axis whole but one, which it cuts to
+// [start, start + len) with step 1: that cut of `source`. nullopt otherwise.
+struct SlicePiece {
+  ValueId source = kNoValue;
+  int64_t axis = -1, start = 0, len = 0;
+};
+std::optional<SlicePiece> slice_piece(const Graph& g, ValueId v);
+// The input of Concat `concat` that spans exactly [start, start + len) of it along `axis` (its
+// normalised axis), or kNoValue.
+ValueId concat_input_spanning(const Graph& g, const Node& concat, int64_t axis, int64_t start, int64_t len);
 
 class Rewriter {
  public:
