@@ -13,6 +13,7 @@
 #include "codegen/rnn_match.h"
 #include "ir/primitive.h"
 #include "ir/text_format.h"
+#include "runtime/memory_plan.h"
 
 namespace korch {
 
@@ -49,6 +50,16 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
   if (std::string why = unfusable_reason(g, c, rules); !why.empty()) {
     k.reason = why;
     return k;
+  }
+  if (c.nodes.size() == 1 && g.nodes[static_cast<size_t>(c.nodes[0])].op_type == "Concat") {
+    const auto in_place = runtime::in_place_concats(g);
+    if (auto it = in_place.find(c.nodes[0]); it != in_place.end()) {
+      const Node& node = g.nodes[static_cast<size_t>(c.nodes[0])];
+      for (ValueId v : arg_inputs)
+        k.in_place.push_back(it->second[static_cast<size_t>(std::find(node.inputs.begin(), node.inputs.end(), v) -
+                                                            node.inputs.begin())]);
+      return k;
+    }
   }
   for (NodeId n : c.nodes) {
     const Node& node = g.nodes[static_cast<size_t>(n)];
@@ -176,6 +187,7 @@ KernelParts start_emit(const Graph& g, const KernelCandidate& c, const FusionRul
   recipe.reference_graph = parts.reference_graph;
   recipe.linear = parts.linear;
   recipe.scratch_bytes = parts.scratch_bytes;
+  recipe.in_place = parts.in_place;
   return parts;
 }
 

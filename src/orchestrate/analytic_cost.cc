@@ -279,6 +279,7 @@ KernelWork kernel_work(const Graph& g, const KernelCandidate& c, const DeviceSpe
 }
 
 KernelCost AnalyticCost::cost(const Graph& g, const KernelCandidate& c) {
+  if (written_in_place(g, c)) return in_place_cost();
   std::string why = unfusable_reason(g, c, rules_);
   if (!why.empty()) return KernelCost::infeasible(std::move(why));
   const KernelWork w = kernel_work(g, c, spec_);

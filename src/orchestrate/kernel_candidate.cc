@@ -8,6 +8,7 @@
 #include "ir/primitive.h"
 #include "orchestrate/graph_index.h"
 #include "orchestrate/kernel_cost.h"
+#include "runtime/memory_plan.h"
 #include "support/error.h"
 
 namespace korch {
@@ -149,10 +150,16 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
           options.max_candidates, n, options.max_primitives);
   };
 
+  // A Concat written in place (runtime/memory_plan.h) costs nothing alone and is never fused:
+  // a kernel joining it with its producers writes what they write in place anyway, and joins
+  // branches for one launch saved (why disconnected kernels are not offered); what is given up is
+  // a kernel that also takes its readers and never writes its output (see bench/results/
+  // orchestration_cpu.md for what that costs the models' estimates).
+  const std::map<NodeId, std::vector<int64_t>> in_place = runtime::in_place_concats(g);
   std::vector<bool> alone(static_cast<size_t>(n));
   std::vector<int> is_linear(static_cast<size_t>(n));
   for (NodeId i = 0; i < n; ++i) {
-    alone[static_cast<size_t>(i)] = runs_alone(g, i);
+    alone[static_cast<size_t>(i)] = runs_alone(g, i) || in_place.count(i);
     is_linear[static_cast<size_t>(i)] =
         primitive_kind(g, g.nodes[static_cast<size_t>(i)]) == PrimitiveKind::kLinear;
   }
@@ -201,8 +208,10 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
         seen.insert(closed);
         ++out.connected_sets;
         if (opaque >= 0) {
-          out.reject(closed, fmt::format("{} is opaque: it runs as a kernel of its own",
-                                         g.nodes[static_cast<size_t>(opaque)].op_type));
+          out.reject(closed, in_place.count(opaque)
+                                 ? std::string("a Concat written in place runs alone (its inputs are written into it)")
+                                 : fmt::format("{} is opaque: it runs as a kernel of its own",
+                                               g.nodes[static_cast<size_t>(opaque)].op_type));
           continue;
         }
         if (linear > options.max_linear) {

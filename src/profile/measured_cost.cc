@@ -124,6 +124,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   std::map<std::string, int> first_of;  // hash -> representative candidate
   std::vector<std::string> keys;
   for (size_t i = 0; i < candidates.size(); ++i) {
+    if (written_in_place(g, candidates[i])) continue;  // nothing to measure (cost())
     hash_of_[i] = content_hash(kernel_signature(g, candidates[i]));
     if (first_of.emplace(hash_of_[i], static_cast<int>(i)).second) keys.push_back(key_of(hash_of_[i]));
   }
@@ -459,6 +460,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
 }
 
 KernelCost MeasuredCost::cost(const Graph& g, const KernelCandidate& c) {
+  if (written_in_place(g, c)) return in_place_cost();
   std::string hash;
   if (base_ && &c >= base_ && &c < base_ + hash_of_.size()) hash = hash_of_[static_cast<size_t>(&c - base_)];
   else hash = content_hash(kernel_signature(g, c));

@@ -2,9 +2,11 @@
 //
 // program.json, as written here and read by executable.cc:
 //   {"format": "korch-program", "version": 1,
-//    "buffers": [{"id", "kind": "input"|"output"|"weight"|"arena", "name", "dtype", "shape",
-//                 "bytes", "index" (input/output position), "offset" (weight/arena),
-//                 "copy_from" (output only: a buffer id copied in after the kernels ran)}],
+//    "buffers": [{"id", "kind": "input"|"output"|"weight"|"arena"|"piece", "name", "dtype", "shape",
+//                 "bytes", "index" (input/output position), "offset" (weight/arena/piece),
+//                 "copy_from" (output only: a buffer id copied in after the kernels ran),
+//                 "of" (piece only: the arena or output buffer it lies in, listed before it, at
+//                 "offset" bytes: an in-place Concat input, memory_plan.h)}],
 //    "inputs": [buffer ids], "outputs": [buffer ids], "input_names", "output_names",
 //    "kernels": [{"recipe": CpuKernelRecipe::to_json(), "args": [buffer ids], "note"}],
 //    "arena_bytes", "weights_bytes", "weights_checksum" (support/hash.h bytes_checksum of weights.bin),
@@ -175,6 +177,13 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
     int id = static_cast<int>(buffers.size());
     buffers.push_back(buffer_json(id, "arena", g.value(v)));
     buffers.back()["offset"] = offset;
+    buffer_of[v] = id;
+  }
+  for (const auto& [v, at] : arena.piece_of) {
+    int id = static_cast<int>(buffers.size());
+    buffers.push_back(buffer_json(id, "piece", g.value(v)));
+    buffers.back()["of"] = buffer_of.at(at.first);
+    buffers.back()["offset"] = at.second;
     buffer_of[v] = id;
   }
   for (const auto& [id, v] : copies) buffers[static_cast<size_t>(id)]["copy_from"] = buffer_of.at(v);

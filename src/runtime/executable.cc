@@ -100,6 +100,7 @@ std::unique_ptr<Executable> Executable::load_checked(const std::string& dir, con
     const Buffer& buf = x->buffers_[b];
     if (buf.kind == Kind::kWeight) x->ptrs_[b] = const_cast<std::byte*>(x->weights_) + buf.offset;
     if (buf.kind == Kind::kArena) x->ptrs_[b] = x->arena_ + buf.offset;
+    if (buf.kind == Kind::kPiece) x->ptrs_[b] = x->piece_ptr(buf);
     if (!dev.host_memory() && (buf.kind == Kind::kInput || buf.kind == Kind::kOutput))
       x->staging_[b] = x->device_buffer(buf.type.byte_size());
   }
@@ -129,6 +130,11 @@ ReorderStats Executable::reorders_per_run() const {
   return total;
 }
 
+void* Executable::piece_ptr(const Buffer& b) const {
+  auto* holder = static_cast<std::byte*>(ptrs_[static_cast<size_t>(b.of)]);
+  return holder ? holder + b.offset : nullptr;
+}
+
 void* Executable::device_buffer(int64_t bytes) {
   void* p = device_->alloc(bytes);
   device_buffers_.push_back(p);
@@ -150,6 +156,7 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
     else if (kind == "output") buf.kind = Kind::kOutput;
     else if (kind == "weight") buf.kind = Kind::kWeight;
     else if (kind == "arena") buf.kind = Kind::kArena;
+    else if (kind == "piece") buf.kind = Kind::kPiece;
     else fail("{}: buffer {} has unknown kind '{}'", path, id, kind);
     buf.name = b.at("name").get<std::string>();
     auto dtype = dtype_from_name(b.at("dtype").get<std::string>());
@@ -163,6 +170,14 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
       if (buf.offset < 0 || buf.offset % 64 != 0 || buf.offset + buf.type.byte_size() > limit)
         fail("{}: buffer {} ({}) at offset {} does not fit its {} of {} bytes", path, id, buf.name, buf.offset, kind,
              limit);
+    } else if (buf.kind == Kind::kPiece) {
+      buf.of = b.at("of").get<int>();
+      buf.offset = b.at("offset").get<int64_t>();
+      if (buf.of < 0 || buf.of >= id || (buffers_[buf.of].kind != Kind::kArena && buffers_[buf.of].kind != Kind::kOutput))
+        fail("{}: buffer {} ({}) is a piece of buffer {}, which is not an arena or output buffer listed before it", path,
+             id, buf.name, buf.of);
+      if (buf.offset < 0 || buf.offset % 64 != 0 || buf.offset + buf.type.byte_size() > buffers_[buf.of].type.byte_size())
+        fail("{}: buffer {} ({}) at offset {} does not fit in buffer {}", path, id, buf.name, buf.offset, buf.of);
     } else {
       buf.index = b.at("index").get<int>();
     }
@@ -291,6 +306,8 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
     outputs.emplace_back(buffers_[static_cast<size_t>(id)].type);
     ptrs_[static_cast<size_t>(id)] = dev.host_memory() ? outputs.back().raw() : staging_[static_cast<size_t>(id)];
   }
+  for (size_t b = 0; b < buffers_.size(); ++b)  // pieces of this run's output tensors
+    if (buffers_[b].kind == Kind::kPiece) ptrs_[b] = piece_ptr(buffers_[b]);
   if (step_timing_) {
     double t_prev = dev.synchronized_seconds();
     for (Step& s : steps_) {

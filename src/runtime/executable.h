@@ -86,12 +86,13 @@ class Executable {
  private:
   Executable() = default;
   static std::unique_ptr<Executable> load_checked(const std::string& dir, const LoadOptions& options);
-  enum class Kind { kInput, kOutput, kWeight, kArena };
+  enum class Kind { kInput, kOutput, kWeight, kArena, kPiece };
   struct Buffer {
     Kind kind = Kind::kArena;
     std::string name;
     TensorType type;
-    int64_t offset = 0;  // weight: in weights.bin; arena: in the arena
+    int64_t offset = 0;  // weight: in weights.bin; arena: in the arena; piece: in its holder
+    int of = -1;         // piece only: the arena or output buffer holding it (memory_plan.h)
     int index = 0;       // input/output position
     int copy_from = -1;  // output only
   };
@@ -107,6 +108,7 @@ class Executable {
   // Maps weights.bin; it must hold exactly `bytes` bytes with this checksum (support/hash.h).
   void place_weights(const std::string& path, int64_t bytes, const std::string& checksum);
   void* device_buffer(int64_t bytes);
+  void* piece_ptr(const Buffer& b) const;  // where a piece is now: its holder's pointer + offset
   void issue(Step& s);  // points the step at this run's buffers and runs its kernel
 
   // Declaration order is destruction order reversed: kernels go before the module, buffers and

@@ -30,6 +30,7 @@ void KernelRecipeBase::write_json(nlohmann::json& j) const {
   for (const auto& t : outputs) j["outputs"].push_back(tensor_type_json(t));
   j["scratch_bytes"] = scratch_bytes;
   if (!reference_graph.empty()) j["reference_graph"] = reference_graph;
+  if (!in_place.empty()) j["in_place"] = in_place;
 }
 
 void KernelRecipeBase::read_json(const nlohmann::json& j) {
@@ -44,8 +45,21 @@ void KernelRecipeBase::read_json(const nlohmann::json& j) {
     linear.reset();
     if (j.contains("linear")) linear = j.at("linear");
     reference_graph = j.value("reference_graph", std::string());
+    in_place = j.value("in_place", std::vector<int64_t>());
   } catch (const nlohmann::json::exception& e) {
     fail("malformed kernel recipe: {}", e.what());
+  }
+}
+
+InPlaceConcat::InPlaceConcat(const KernelRecipeBase& r) : offsets_(r.in_place) {
+  if (r.outputs.size() != 1 || r.inputs.size() != offsets_.size())
+    fail("in-place Concat recipe: {} offsets for {} inputs and {} outputs (one wanted)", offsets_.size(),
+         r.inputs.size(), r.outputs.size());
+  for (size_t i = 0; i < offsets_.size(); ++i) {
+    bytes_.push_back(r.inputs[i].byte_size());
+    if (offsets_[i] < 0 || offsets_[i] + bytes_[i] > r.outputs[0].byte_size())
+      fail("in-place Concat recipe: input {} ({} bytes at offset {}) does not fit the {}-byte output", i, bytes_[i],
+           offsets_[i], r.outputs[0].byte_size());
   }
 }
 

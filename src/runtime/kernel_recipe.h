@@ -7,9 +7,13 @@
 //   "reference_graph"    (optional) no generated code: the kernel's one-node graph in the IR text
 //                        form, run by the reference interpreter (every device supports it; one
 //                        without host memory through copies)
+//   "in_place"           (optional) an in-place Concat (memory_plan.h): each argument input's byte
+//                        offset in the one output; the kernel copies only the inputs it does not
+//                        find there (InPlaceConcat)
 // Each device's recipe adds what runs its generated code (cpu: "symbol", cuda: "launches").
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +35,7 @@ struct KernelRecipeBase {
   std::vector<int64_t> scratch_bytes;
   std::optional<nlohmann::json> linear;
   std::string reference_graph;
+  std::vector<int64_t> in_place;
 
   void write_json(nlohmann::json& j) const;
   void read_json(const nlohmann::json& j);  // throws korch::Error
@@ -54,6 +59,24 @@ class ReferenceStep {
  private:
   Graph graph_;
   std::vector<TensorType> inputs_, outputs_;
+};
+
+// The run of an in-place Concat: where an input is already at its offset in the output (the
+// artifact's memory plan put it there) nothing is done; otherwise (the kernel run alone) `copy`
+// moves it there, on the device.
+class InPlaceConcat {
+ public:
+  explicit InPlaceConcat(const KernelRecipeBase& r);  // throws korch::Error for a malformed one
+  template <class Copy>
+  void run(const void* const* inputs, void* const* outputs, Copy&& copy) const {
+    for (size_t i = 0; i < offsets_.size(); ++i) {
+      void* to = static_cast<std::byte*>(outputs[0]) + offsets_[i];
+      if (to != inputs[i] && bytes_[i] > 0) copy(to, inputs[i], bytes_[i]);
+    }
+  }
+
+ private:
+  std::vector<int64_t> offsets_, bytes_;
 };
 
 }  // namespace korch::runtime

@@ -50,12 +50,79 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t align
   return plan;
 }
 
+std::map<NodeId, std::vector<int64_t>> in_place_concats(const Graph& g) {
+  std::set<ValueId> graph_outputs(g.outputs.begin(), g.outputs.end());
+  std::map<ValueId, int> concat_reads;  // value -> how many Concat nodes read it
+  for (const Node& n : g.nodes)
+    if (n.op_type == "Concat")
+      for (ValueId v : std::set<ValueId>(n.inputs.begin(), n.inputs.end())) ++concat_reads[v];
+  std::map<NodeId, std::vector<int64_t>> out;
+  for (size_t id = 0; id < g.nodes.size(); ++id) {
+    const Node& n = g.nodes[id];
+    if (n.op_type != "Concat" || n.inputs.empty() || n.outputs.size() != 1 || n.outputs[0] == kNoValue) continue;
+    const TensorType& t = g.type(n.outputs[0]);
+    const int64_t rank = static_cast<int64_t>(t.shape.size());
+    int64_t axis = n.attrs.get_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    bool ok = true;
+    for (int64_t d = 0; d < axis; ++d) ok = ok && t.shape[static_cast<size_t>(d)] == 1;
+    std::vector<int64_t> offsets;
+    std::set<ValueId> seen;
+    int64_t at = 0;
+    for (ValueId v : n.inputs) {
+      if (!ok) break;
+      ok = v != kNoValue && !g.value(v).is_constant() && g.value(v).producer >= 0 && !graph_outputs.count(v) &&
+           seen.insert(v).second && concat_reads[v] == 1 && at % kArenaAlignment == 0 && g.type(v).dtype == t.dtype;
+      offsets.push_back(at);
+      if (ok) at += g.type(v).byte_size();
+    }
+    if (ok && at == t.byte_size()) out.emplace(static_cast<NodeId>(id), std::move(offsets));
+  }
+  return out;
+}
+
+namespace {
+
+// The in-place Concats among `steps` (a step that is one such Concat alone: it writes the output
+// and reads exactly the inputs): piece -> (its outermost holder, byte offset there).
+std::map<ValueId, std::pair<ValueId, int64_t>> in_place_pieces(const Graph& g, const std::vector<StepIo>& steps) {
+  std::map<ValueId, std::pair<ValueId, int64_t>> piece_of;
+  const std::map<NodeId, std::vector<int64_t>> concats = in_place_concats(g);
+  if (concats.empty()) return piece_of;
+  for (const StepIo& s : steps) {
+    if (s.writes.size() != 1 || s.writes[0] == kNoValue) continue;
+    const NodeId p = g.value(s.writes[0]).producer;
+    auto it = concats.find(p);
+    if (it == concats.end()) continue;
+    const Node& n = g.nodes[static_cast<size_t>(p)];
+    if (std::set<ValueId>(s.reads.begin(), s.reads.end()) != std::set<ValueId>(n.inputs.begin(), n.inputs.end()))
+      continue;
+    for (size_t i = 0; i < n.inputs.size(); ++i) piece_of[n.inputs[i]] = {s.writes[0], it->second[i]};
+  }
+  // A Concat of Concats: each piece in its outermost holder (acyclic: a holder follows its pieces).
+  for (auto& [v, at] : piece_of)
+    for (auto up = piece_of.find(at.first); up != piece_of.end(); up = piece_of.find(at.first))
+      at = {up->second.first, at.second + up->second.second};
+  return piece_of;
+}
+
+}  // namespace
+
 ArenaPlan plan_arena(const Graph& g, const std::vector<StepIo>& steps) {
   std::set<ValueId> graph_outputs(g.outputs.begin(), g.outputs.end());
+  ArenaPlan out;
+  out.piece_of = in_place_pieces(g, steps);
+  // A piece's reads and writes are its holder's.
+  const auto holder = [&](ValueId v) {
+    auto it = out.piece_of.find(v);
+    return it == out.piece_of.end() ? v : it->second.first;
+  };
   std::map<ValueId, BufferLifetime> live;  // ordered: deterministic buffer order
   for (size_t s = 0; s < steps.size(); ++s) {
     int step = static_cast<int>(s);
-    for (ValueId v : steps[s].writes) {
+    for (ValueId written : steps[s].writes) {
+      const ValueId v = written == kNoValue ? kNoValue : holder(written);
       if (v == kNoValue || graph_outputs.count(v)) continue;
       KORCH_CHECK(!g.value(v).is_constant() && g.value(v).producer >= 0, "step {} writes graph input or constant {}",
                   s, g.value(v).name);
@@ -63,7 +130,7 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<StepIo>& steps) {
       if (!fresh) it->second.last = std::max(it->second.last, step);
     }
     for (ValueId v : steps[s].reads) {
-      auto it = live.find(v);
+      auto it = live.find(v == kNoValue ? v : holder(v));
       if (it != live.end()) it->second.last = std::max(it->second.last, step);
     }
   }
@@ -74,7 +141,6 @@ ArenaPlan plan_arena(const Graph& g, const std::vector<StepIo>& steps) {
     buffers.push_back(b);
   }
   MemoryPlan mp = plan_memory(buffers);
-  ArenaPlan out;
   out.arena_bytes = mp.arena_bytes;
   for (size_t i = 0; i < ids.size(); ++i) {
     out.offset[ids[i]] = mp.offsets[i];

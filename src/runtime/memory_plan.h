@@ -11,6 +11,16 @@
 //   a -> 0; c is not live with a -> 0; b is live with both -> 256. Arena 384 bytes (sum: 640).
 // What holds after: offsets are multiples of the alignment; live-overlapping buffers are disjoint;
 // arena_bytes = max(offset + aligned size) <= sum of aligned sizes.
+//
+// In-place Concat. When a Concat's output is laid out as its inputs one after another (every axis
+// before the Concat axis has extent 1: a channel Concat at batch 1 in NCHW, the detection boxes of
+// a YOLO head), the kernels that write its inputs can write them straight into their places in
+// the output, and the Concat copies nothing. plan_arena() does that for every step that is such a
+// Concat alone: each input becomes a piece of the output (no buffer of its own), and the output
+// lives from the first piece's writer to the last reader of it or of any piece. The Concat's
+// kernel (runtime/kernel_recipe.h "in_place") then finds its inputs in place and does nothing;
+// run by itself (a correctness check, a measurement) it copies them. The orchestrator prices such
+// a Concat at zero and never fuses it (orchestrate/kernel_cost.h, kernel_candidate.h).
 #pragma once
 
 #include <cstdint>
@@ -50,11 +60,21 @@ struct StepIo {
 // The arena of a kernel sequence over graph `g`: which values are intermediates (see above) and
 // their offsets. kNoValue entries are ignored.
 struct ArenaPlan {
-  std::map<ValueId, int64_t> offset;  // intermediates only
+  std::map<ValueId, int64_t> offset;  // intermediates only (not the pieces below)
+  // In-place Concat inputs: value -> (the value whose buffer holds it, byte offset in it). The
+  // holder is an intermediate above or a graph output, never itself a piece.
+  std::map<ValueId, std::pair<ValueId, int64_t>> piece_of;
   int64_t arena_bytes = 0;
   int64_t intermediate_bytes = 0;     // sum of aligned sizes: the arena without reuse
 };
 ArenaPlan plan_arena(const Graph& g, const std::vector<StepIo>& steps);
+
+// The Concat nodes of `g` whose inputs can be written in place (above): node -> each input's byte
+// offset in the output. Required: every axis before the Concat axis has extent 1; each input is
+// computed by a node (not a graph input or constant), is not a graph output, appears once and is
+// read by no other Concat; each offset is a multiple of kArenaAlignment (kernels assume aligned
+// arguments).
+std::map<NodeId, std::vector<int64_t>> in_place_concats(const Graph& g);
 
 // The unfused baseline's steps: one per node in graph order, every node output materialised.
 std::vector<StepIo> unfused_steps(const Graph& g);

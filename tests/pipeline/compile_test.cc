@@ -21,6 +21,7 @@
 #include "pipeline/compile.h"
 #include "profile/in_model.h"
 #include "runtime/executable.h"
+#include "support/file_io.h"
 
 namespace korch {
 namespace {
@@ -227,6 +228,40 @@ TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {
       expect_runs_like_the_reference(g, std::string(target) == "cuda");
       fs::remove_all(dir_);
     }
+  }
+}
+
+// Concats laid out as their inputs (runtime/memory_plan.h): the kernels before them write into
+// the output, the Concat kernels cost nothing and copy nothing, and the artifact runs like the
+// reference on both targets (a Concat of Concats, the outer one a graph output).
+TEST_F(CompileModel, ConcatInputsAreWrittenInPlace) {
+  const Graph g = parse_graph(R"(graph t (opset 17) {
+  input x: f32[1,16,4,4]
+  %a: f32[1,16,4,4] = Relu(x)
+  %b: f32[1,16,4,4] = Sigmoid(x)
+  %y: f32[1,32,4,4] = Concat(a, b) {axis=1}
+  %n: f32[1,32,4,4] = Neg(y)
+  %o: f32[1,64,4,4] = Concat(y, n) {axis=1}
+  output o
+})");
+  for (const char* target : {"cpu", "cuda"}) {
+    SCOPED_TRACE(target);
+    CompileResult r = compile_model(g, dir_.string(), analytic(target));
+    int concats = 0;
+    for (const PlannedKernel& k : r.orchestration.plan.kernels)
+      if (k.nodes.size() == 1 && r.primitives.nodes[static_cast<size_t>(k.nodes[0])].op_type == "Concat") {
+        ++concats;
+        EXPECT_EQ(k.seconds, 0);
+      }
+    EXPECT_EQ(concats, 2);  // never fused
+    EXPECT_TRUE(r.verify.failures.empty());  // run alone, each Concat copies its inputs
+    const std::string program = read_file_bytes((dir_ / "program.json").string());
+    size_t pieces = 0;
+    for (size_t at = 0; (at = program.find("\"kind\":\"piece\"", at)) != std::string::npos; ++at) ++pieces;
+    EXPECT_EQ(pieces, 4u);  // a, b, y and n lie in o
+    EXPECT_EQ(r.memory.arena_bytes, 0);  // nothing else to hold
+    expect_runs_like_the_reference(g, std::string(target) == "cuda");
+    fs::remove_all(dir_);
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "ir/text_format.h"
+
 namespace korch::runtime {
 namespace {
 
@@ -125,6 +127,93 @@ TEST(PlanArena, FusedKernelsKeepOnlyTheirBoundaries) {
   EXPECT_EQ(p.offset.size(), 2u);
   EXPECT_EQ(p.arena_bytes, 2 * 64);
   EXPECT_LE(p.arena_bytes, plan_arena(g, unfused_steps(g)).arena_bytes);
+}
+
+// Two 16-channel maps of one image (1 KiB each) joined on the channel axis, then the join and
+// its negation joined again: a Concat of Concats whose outermost holder is the graph output.
+Graph joins(const std::string& extra = "", const std::string& output = "o") {
+  return parse_graph(R"(graph t (opset 17) {
+  input x: f32[1,16,4,4]
+  %a: f32[1,16,4,4] = Relu(x)
+  %b: f32[1,16,4,4] = Sigmoid(x)
+  %y: f32[1,32,4,4] = Concat(a, b) {axis=1}
+  %n: f32[1,32,4,4] = Neg(y)
+  %o: f32[1,64,4,4] = Concat(y, n) {axis=-3}
+)" + extra + "\n  output " + output + "\n}");
+}
+
+NodeId node_named(const Graph& g, const std::string& name) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.value(g.nodes[i].outputs[0]).name == name) return static_cast<NodeId>(i);
+  return -1;
+}
+
+TEST(InPlaceConcat, OffsetsOfConcatsLaidOutAsTheirInputs) {
+  Graph g = joins();
+  auto c = in_place_concats(g);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.at(node_named(g, "y")), (std::vector<int64_t>{0, 1024}));
+  EXPECT_EQ(c.at(node_named(g, "o")), (std::vector<int64_t>{0, 2048}));
+}
+
+TEST(InPlaceConcat, OnlyWhereEveryInputCanLieInTheOutput) {
+  const auto rejected = [](const std::string& text) { return in_place_concats(parse_graph(text)).empty(); };
+  const std::string head = "graph t (opset 17) {\n  input x: f32[2,16]\n  %a: f32[2,16] = Relu(x)\n";
+  // Interleaved: the axis before the Concat axis has extent 2.
+  EXPECT_TRUE(rejected(head + "  %b: f32[2,16] = Neg(x)\n  %y: f32[2,32] = Concat(a, b) {axis=1}\n  output y\n}"));
+  // ... but on the outer axis the inputs follow each other.
+  EXPECT_FALSE(rejected(head + "  %b: f32[2,16] = Neg(x)\n  %y: f32[4,16] = Concat(a, b) {axis=0}\n  output y\n}"));
+  // A graph input, a constant, a graph output, the same value twice: no buffer to write in place.
+  EXPECT_TRUE(rejected(head + "  %y: f32[4,16] = Concat(a, x) {axis=0}\n  output y\n}"));
+  EXPECT_TRUE(rejected(head + "  %b: f32[2,16] = Neg(x)\n  %y: f32[4,16] = Concat(a, b) {axis=0}\n  output y, b\n}"));
+  EXPECT_TRUE(rejected(head + "  %y: f32[4,16] = Concat(a, a) {axis=0}\n  output y\n}"));
+  // Read by two Concats: it can lie in one of them only.
+  EXPECT_TRUE(rejected(head + "  %b: f32[2,16] = Neg(x)\n  %y: f32[4,16] = Concat(a, b) {axis=0}\n"
+                              "  %z: f32[4,16] = Concat(b, a) {axis=0}\n  output y, z\n}"));
+  // The second input would start 8 bytes in: kernels take 64-byte aligned arguments.
+  EXPECT_TRUE(rejected("graph t (opset 17) {\n  input x: f32[1,2]\n  %a: f32[1,2] = Relu(x)\n  %b: f32[1,2] = Neg(x)\n"
+                       "  %y: f32[1,4] = Concat(a, b) {axis=1}\n  output y\n}"));
+  Graph g = parse_graph(head + "  %y: f32[4,16] = Concat(a, a) {axis=0}\n  output y\n}");
+  g.nodes.back().inputs[1] = g.add_constant("k", Tensor(TensorType{DType::kFloat32, {2, 16}}));
+  EXPECT_TRUE(in_place_concats(g).empty());
+}
+
+TEST(InPlaceConcat, PiecesLiveInTheirOutermostHolder) {
+  Graph g = joins("  %s: f32[1,64,4,4] = Abs(o)", "s");  // o read after it is complete
+  const ValueId x = g.inputs[0], a = g.find_value("a"), b = g.find_value("b"), y = g.find_value("y"),
+                n = g.find_value("n"), o = g.find_value("o");
+  ArenaPlan p = plan_arena(g, unfused_steps(g));
+  using Piece = std::pair<ValueId, int64_t>;
+  EXPECT_EQ(p.piece_of.size(), 4u);
+  EXPECT_EQ(p.piece_of.at(a), Piece(o, 0));
+  EXPECT_EQ(p.piece_of.at(b), Piece(o, 1024));
+  EXPECT_EQ(p.piece_of.at(y), Piece(o, 0));
+  EXPECT_EQ(p.piece_of.at(n), Piece(o, 2048));
+  // o is the one intermediate now: one 4 KiB buffer holds all five values.
+  ASSERT_EQ(p.offset.size(), 1u);
+  EXPECT_TRUE(p.offset.count(o));
+  EXPECT_EQ(p.arena_bytes, 4096);
+
+  // The holder lives from its first piece's writer: d and e, live between a's writer and the last
+  // Concat, cannot share its memory.
+  Graph h = joins("  %d: f32[1,16,4,4] = Exp(x)\n  %e: f32[1,16,4,4] = Add(d, x)\n  %s: f32[1,64,4,4] = Abs(o)", "s");
+  const auto v = [&](const char* name) { return h.find_value(name); };
+  p = plan_arena(h, {{{x}, {v("a")}},
+                     {{x}, {v("d")}},
+                     {{v("d"), x}, {v("e")}},
+                     {{x}, {v("b")}},
+                     {{v("a"), v("b")}, {v("y")}},
+                     {{v("y")}, {v("n")}},
+                     {{v("y"), v("n")}, {v("o")}},
+                     {{v("o")}, {v("s")}}});
+  EXPECT_EQ(p.piece_of.size(), 4u);
+  EXPECT_EQ(p.arena_bytes, 4096 + 2 * 1024);
+
+  // A kernel that computes the Concat with its inputs writes the output itself: no pieces.
+  std::vector<StepIo> fused = {{{x}, {y}}, {{y}, {n}}, {{y, n}, {o}}};
+  p = plan_arena(g, fused);
+  EXPECT_EQ(p.piece_of.size(), 2u);  // y and n in o
+  EXPECT_FALSE(p.piece_of.count(a));
 }
 
 }  // namespace

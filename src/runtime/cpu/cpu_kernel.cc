@@ -32,6 +32,7 @@ CpuKernel::CpuKernel(CpuKernelRecipe recipe, std::shared_ptr<SharedLibrary> lib)
     : recipe_(std::move(recipe)), lib_(std::move(lib)) {
   if (!recipe_.reference_graph.empty())
     reference_ = std::make_unique<runtime::ReferenceStep>(recipe_.reference_graph, recipe_);
+  if (!recipe_.in_place.empty()) in_place_ = std::make_unique<runtime::InPlaceConcat>(recipe_);
   if (!recipe_.symbol.empty()) {
     if (!lib_) fail("kernel {} needs a kernel library", recipe_.symbol);
     fn_ = reinterpret_cast<LoopFn>(lib_->symbol(recipe_.symbol));
@@ -59,6 +60,10 @@ void CpuKernel::FreeDeleter::operator()(void* p) const { std::free(p); }
 void CpuKernel::run(const void* const* inputs, void* const* outputs) {
   if (reference_) {
     reference_->run(inputs, outputs);
+    return;
+  }
+  if (in_place_) {
+    in_place_->run(inputs, outputs, [](void* to, const void* from, int64_t n) { std::memcpy(to, from, static_cast<size_t>(n)); });
     return;
   }
   size_t ni = recipe_.inputs.size(), no = recipe_.outputs.size();

@@ -52,7 +52,7 @@ class CpuKernel : public runtime::DeviceKernel {
   void run(const void* const* inputs, void* const* outputs) override;
   const CpuKernelRecipe& recipe() const { return recipe_; }
   // The linear step when the kernel is nothing else (no loop function, no reference op); else null.
-  LinearStep* only_linear_step() const { return fn_ || reference_ ? nullptr : linear_.get(); }
+  LinearStep* only_linear_step() const { return fn_ || reference_ || in_place_ ? nullptr : linear_.get(); }
   runtime::ReorderStats reorders_per_run() const override;
 
  private:
@@ -62,6 +62,7 @@ class CpuKernel : public runtime::DeviceKernel {
   LoopFn fn_ = nullptr;
   std::unique_ptr<LinearStep> linear_;
   std::unique_ptr<runtime::ReferenceStep> reference_;
+  std::unique_ptr<runtime::InPlaceConcat> in_place_;
   struct FreeDeleter { void operator()(void* p) const; };
   std::vector<std::unique_ptr<void, FreeDeleter>> scratch_;
   std::vector<void*> args_;

@@ -31,6 +31,7 @@ class EmulatedKernel : public runtime::DeviceKernel {
  public:
   EmulatedKernel(CudaKernelRecipe r, std::shared_ptr<runtime::KernelModule> module) : r_(std::move(r)) {
     if (!r_.reference_graph.empty()) reference_ = std::make_unique<runtime::ReferenceStep>(r_.reference_graph, r_);
+    if (!r_.in_place.empty()) in_place_ = std::make_unique<runtime::InPlaceConcat>(r_);
     if (r_.linear) linear_ = cpu::LinearStep::create(*r_.linear);
     if (!r_.launches.empty()) {
       auto* m = dynamic_cast<EmulatedCudaModule*>(module.get());
@@ -56,6 +57,10 @@ class EmulatedKernel : public runtime::DeviceKernel {
       reference_->run(inputs, outputs);
       return;
     }
+    if (in_place_) {
+      in_place_->run(inputs, outputs, [](void* to, const void* from, int64_t n) { std::memcpy(to, from, static_cast<size_t>(n)); });
+      return;
+    }
     const size_t ni = r_.inputs.size(), no = r_.outputs.size();
     for (size_t i = 0; i < ni; ++i) args_[i] = const_cast<void*>(inputs[i]);
     for (size_t i = 0; i < no; ++i) args_[ni + i] = outputs[i];
@@ -70,6 +75,7 @@ class EmulatedKernel : public runtime::DeviceKernel {
   CudaKernelRecipe r_;
   std::shared_ptr<runtime::KernelModule> module_;
   std::unique_ptr<runtime::ReferenceStep> reference_;
+  std::unique_ptr<runtime::InPlaceConcat> in_place_;
   std::unique_ptr<cpu::LinearStep> linear_;
   std::vector<void*> scratch_, args_;
 };
