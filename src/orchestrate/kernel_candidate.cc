@@ -150,16 +150,16 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
           options.max_candidates, n, options.max_primitives);
   };
 
-  // A Concat written in place (runtime/memory_plan.h) costs nothing alone and is never fused:
-  // a kernel joining it with its producers writes what they write in place anyway, and joins
-  // branches for one launch saved (why disconnected kernels are not offered); what is given up is
-  // a kernel that also takes its readers and never writes its output (see bench/results/
-  // orchestration_cpu.md for what that costs the models' estimates).
+  // A Concat written in place (runtime/memory_plan.h) costs nothing alone. A kernel joining it
+  // with its producers only would write what they write in place anyway (and save a launch, the
+  // reason disconnected kernels are not offered), so it joins a kernel only together with a
+  // reader of its output: what fusing it can save is writing that output at all. One that no node
+  // reads (a graph output) runs alone.
   const std::map<NodeId, std::vector<int64_t>> in_place = runtime::in_place_concats(g);
   std::vector<bool> alone(static_cast<size_t>(n));
   std::vector<int> is_linear(static_cast<size_t>(n));
   for (NodeId i = 0; i < n; ++i) {
-    alone[static_cast<size_t>(i)] = runs_alone(g, i) || in_place.count(i);
+    alone[static_cast<size_t>(i)] = runs_alone(g, i) || (in_place.count(i) && gi.succs[static_cast<size_t>(i)].empty());
     is_linear[static_cast<size_t>(i)] =
         primitive_kind(g, g.nodes[static_cast<size_t>(i)]) == PrimitiveKind::kLinear;
   }
@@ -209,7 +209,7 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
         ++out.connected_sets;
         if (opaque >= 0) {
           out.reject(closed, in_place.count(opaque)
-                                 ? std::string("a Concat written in place runs alone (its inputs are written into it)")
+                                 ? std::string("a Concat written in place that no node reads runs alone")
                                  : fmt::format("{} is opaque: it runs as a kernel of its own",
                                                g.nodes[static_cast<size_t>(opaque)].op_type));
           continue;
@@ -237,7 +237,14 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
             continue;
           }
         }
-        record(closed);
+        const bool unread_in_place = std::any_of(closed.begin(), closed.end(), [&](NodeId v) {
+          return in_place.count(v) && std::none_of(gi.succs[static_cast<size_t>(v)].begin(), gi.succs[static_cast<size_t>(v)].end(),
+                                                   [&](NodeId s) { return std::binary_search(closed.begin(), closed.end(), s); });
+        });
+        if (unread_in_place && closed.size() > 1)  // not offered, but grown: a reader may join
+          out.reject(closed, "a Concat written in place joins a kernel only with a reader of its output");
+        else
+          record(closed);
         work.push_back(closed);
       }
     }

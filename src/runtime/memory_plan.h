@@ -20,7 +20,8 @@
 // lives from the first piece's writer to the last reader of it or of any piece. The Concat's
 // kernel (runtime/kernel_recipe.h "in_place") then finds its inputs in place and does nothing;
 // run by itself (a correctness check, a measurement) it copies them. The orchestrator prices such
-// a Concat at zero and never fuses it (orchestrate/kernel_cost.h, kernel_candidate.h).
+// a Concat at zero and fuses it only with a reader of its output (orchestrate/kernel_cost.h,
+// kernel_candidate.h).
 #pragma once
 
 #include <cstdint>
