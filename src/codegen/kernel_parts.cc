@@ -51,13 +51,16 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
     k.reason = why;
     return k;
   }
-  if (c.nodes.size() == 1 && g.nodes[static_cast<size_t>(c.nodes[0])].op_type == "Concat") {
-    const auto in_place = runtime::in_place_concats(g);
+  if (c.nodes.size() == 1 && !runtime::in_place_inputs(g.nodes[static_cast<size_t>(c.nodes[0])]).empty()) {
+    const auto in_place = runtime::in_place_nodes(g);
     if (auto it = in_place.find(c.nodes[0]); it != in_place.end()) {
-      const Node& node = g.nodes[static_cast<size_t>(c.nodes[0])];
-      for (ValueId v : arg_inputs)
-        k.in_place.push_back(it->second[static_cast<size_t>(std::find(node.inputs.begin(), node.inputs.end(), v) -
-                                                            node.inputs.begin())]);
+      const std::vector<ValueId> held = runtime::in_place_inputs(g.nodes[static_cast<size_t>(c.nodes[0])]);
+      for (ValueId v : arg_inputs) {
+        const auto at = std::find(held.begin(), held.end(), v);
+        KORCH_CHECK(at != held.end(), "in-place node {} has argument {} it does not hold",
+                    g.nodes[static_cast<size_t>(c.nodes[0])].name, g.value(v).name);
+        k.in_place.push_back(it->second[static_cast<size_t>(at - held.begin())]);
+      }
       return k;
     }
   }

@@ -4,8 +4,8 @@
 //   * a linear primitive: a library call (`linear`: the match_linear description with its
 //     operand_slots / result_slot filled, codegen/linear_match.h), absorbing the epilogue the
 //     backend's fusion rules allow;
-//   * a Concat whose inputs the memory plan writes in place (runtime/memory_plan.h): nothing to
-//     run (`in_place`: each argument input's byte offset in the output);
+//   * a Concat or a view whose inputs the memory plan writes in place (runtime/memory_plan.h):
+//     nothing to run (`in_place`: each argument input's byte offset in the output);
 //   * everything else (what the library call does not absorb): one loop kernel (`loop`,
 //     codegen/loop_kernel.h) that the backend prints for its target, with its argument slots.
 // Argument slots (runtime/device.h): argument inputs, outputs, then scratch: the linear result
@@ -37,7 +37,7 @@ struct KernelParts {
   std::vector<int> loop_input_slots, loop_output_slots;
   int loop_first_scratch = 0;          // loop scratch buffer k is at slot loop_first_scratch + k
   std::vector<int64_t> scratch_bytes;  // every scratch buffer, in slot order
-  std::vector<int64_t> in_place;       // an in-place Concat: its argument inputs' byte offsets
+  std::vector<int64_t> in_place;       // written in place: its argument inputs' byte offsets
 };
 
 // `arg_inputs`: kernel_arg_inputs(g, c). Never throws for a candidate it cannot split.

@@ -150,12 +150,12 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
           options.max_candidates, n, options.max_primitives);
   };
 
-  // A Concat written in place (runtime/memory_plan.h) costs nothing alone. A kernel joining it
-  // with its producers only would write what they write in place anyway (and save a launch, the
-  // reason disconnected kernels are not offered), so it joins a kernel only together with a
-  // reader of its output: what fusing it can save is writing that output at all. One that no node
-  // reads (a graph output) runs alone.
-  const std::map<NodeId, std::vector<int64_t>> in_place = runtime::in_place_concats(g);
+  // A Concat or view written in place (runtime/memory_plan.h) costs nothing alone. A kernel
+  // joining it with its producers only would write what they write in place anyway (and save a
+  // launch, the reason disconnected kernels are not offered), so it joins a kernel only together
+  // with a reader of its output: what fusing it can save is writing that output at all. One that
+  // no node reads (a graph output) runs alone.
+  const std::map<NodeId, std::vector<int64_t>> in_place = runtime::in_place_nodes(g);
   std::vector<bool> alone(static_cast<size_t>(n));
   std::vector<int> is_linear(static_cast<size_t>(n));
   for (NodeId i = 0; i < n; ++i) {
@@ -209,7 +209,7 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
         ++out.connected_sets;
         if (opaque >= 0) {
           out.reject(closed, in_place.count(opaque)
-                                 ? std::string("a Concat written in place that no node reads runs alone")
+                                 ? std::string("a Concat or view written in place that no node reads runs alone")
                                  : fmt::format("{} is opaque: it runs as a kernel of its own",
                                                g.nodes[static_cast<size_t>(opaque)].op_type));
           continue;
@@ -242,7 +242,7 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
                                                    [&](NodeId s) { return std::binary_search(closed.begin(), closed.end(), s); });
         });
         if (unread_in_place && closed.size() > 1)  // not offered, but grown: a reader may join
-          out.reject(closed, "a Concat written in place joins a kernel only with a reader of its output");
+          out.reject(closed, "a Concat or view written in place joins a kernel only with a reader of its output");
         else
           record(closed);
         work.push_back(closed);

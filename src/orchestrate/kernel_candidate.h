@@ -17,7 +17,7 @@
 //     enumeration grows connected sets and prunes a set as soon as its convex closure breaks a
 //     cap: every convex superset contains the closure, so nothing within the caps is lost.
 //   * Opaque primitives (TopK, LSTM, ...) and operators left whole are kernels alone.
-//   * A Concat written in place (runtime/memory_plan.h) joins a kernel only with a reader of its
+//   * A Concat or view written in place (runtime/memory_plan.h) joins a kernel only with a reader of its
 //     output, and runs alone when no node reads it (enumerate_candidates says why).
 //   * Output sets: "full" = every value computed inside and read outside or a graph output;
 //     "minimal" = only the values of the kernel's sink primitives (those with no consumer inside

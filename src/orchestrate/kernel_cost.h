@@ -27,8 +27,8 @@ struct KernelCost {
   static KernelCost infeasible(std::string why) { return {std::numeric_limits<double>::infinity(), std::move(why), ""}; }
 };
 
-// A Concat alone whose inputs the memory plan writes in place (runtime/memory_plan.h): it runs
-// nothing, so every provider prices it at in_place_cost() without measuring it.
+// A Concat or a view alone whose inputs the memory plan writes in place (runtime/memory_plan.h):
+// it runs nothing, so every provider prices it at in_place_cost() without measuring it.
 bool written_in_place(const Graph& g, const KernelCandidate& c);
 inline KernelCost in_place_cost() { return {0, "in place: its inputs are written into its output", ""}; }
 

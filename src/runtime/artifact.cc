@@ -6,7 +6,7 @@
 //                 "bytes", "index" (input/output position), "offset" (weight/arena/piece),
 //                 "copy_from" (output only: a buffer id copied in after the kernels ran),
 //                 "of" (piece only: the arena or output buffer it lies in, listed before it, at
-//                 "offset" bytes: an in-place Concat input, memory_plan.h)}],
+//                 "offset" bytes: an input written in place, memory_plan.h)}],
 //    "inputs": [buffer ids], "outputs": [buffer ids], "input_names", "output_names",
 //    "kernels": [{"recipe": CpuKernelRecipe::to_json(), "args": [buffer ids], "note"}],
 //    "arena_bytes", "weights_bytes", "weights_checksum" (support/hash.h bytes_checksum of weights.bin),

@@ -7,9 +7,9 @@
 //   "reference_graph"    (optional) no generated code: the kernel's one-node graph in the IR text
 //                        form, run by the reference interpreter (every device supports it; one
 //                        without host memory through copies)
-//   "in_place"           (optional) an in-place Concat (memory_plan.h): each argument input's byte
-//                        offset in the one output; the kernel copies only the inputs it does not
-//                        find there (InPlaceConcat)
+//   "in_place"           (optional) a Concat or view written in place (memory_plan.h): each
+//                        argument input's byte offset in the one output; the kernel copies only
+//                        the inputs it does not find there (InPlaceStep)
 // Each device's recipe adds what runs its generated code (cpu: "symbol", cuda: "launches").
 #pragma once
 
@@ -61,12 +61,12 @@ class ReferenceStep {
   std::vector<TensorType> inputs_, outputs_;
 };
 
-// The run of an in-place Concat: where an input is already at its offset in the output (the
+// The run of a Concat or view written in place: where an input is already at its offset in the output (the
 // artifact's memory plan put it there) nothing is done; otherwise (the kernel run alone) `copy`
 // moves it there, on the device.
-class InPlaceConcat {
+class InPlaceStep {
  public:
-  explicit InPlaceConcat(const KernelRecipeBase& r);  // throws korch::Error for a malformed one
+  explicit InPlaceStep(const KernelRecipeBase& r);  // throws korch::Error for a malformed one
   template <class Copy>
   void run(const void* const* inputs, void* const* outputs, Copy&& copy) const {
     for (size_t i = 0; i < offsets_.size(); ++i) {

@@ -50,32 +50,54 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t align
   return plan;
 }
 
-std::map<NodeId, std::vector<int64_t>> in_place_concats(const Graph& g) {
+namespace {
+
+bool is_view(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+}
+
+}  // namespace
+
+std::vector<ValueId> in_place_inputs(const Node& n) {
+  std::vector<ValueId> out;
+  if (n.op_type == "Concat") out = n.inputs;
+  else if (is_view(n.op_type) && !n.inputs.empty()) out = {n.inputs[0]};
+  std::erase(out, kNoValue);
+  return out;
+}
+
+std::map<NodeId, std::vector<int64_t>> in_place_nodes(const Graph& g) {
   std::set<ValueId> graph_outputs(g.outputs.begin(), g.outputs.end());
-  std::map<ValueId, int> concat_reads;  // value -> how many Concat nodes read it
-  for (const Node& n : g.nodes)
-    if (n.op_type == "Concat")
-      for (ValueId v : std::set<ValueId>(n.inputs.begin(), n.inputs.end())) ++concat_reads[v];
+  std::map<ValueId, int> holders;  // value -> how many nodes could hold it
+  for (const Node& n : g.nodes) {
+    const std::vector<ValueId> held = in_place_inputs(n);
+    for (ValueId v : std::set<ValueId>(held.begin(), held.end())) ++holders[v];
+  }
   std::map<NodeId, std::vector<int64_t>> out;
   for (size_t id = 0; id < g.nodes.size(); ++id) {
     const Node& n = g.nodes[id];
-    if (n.op_type != "Concat" || n.inputs.empty() || n.outputs.size() != 1 || n.outputs[0] == kNoValue) continue;
+    const std::vector<ValueId> held = in_place_inputs(n);
+    if (held.empty() || n.inputs.empty() || n.outputs.size() != 1 || n.outputs[0] == kNoValue) continue;
     const TensorType& t = g.type(n.outputs[0]);
-    const int64_t rank = static_cast<int64_t>(t.shape.size());
-    int64_t axis = n.attrs.get_int("axis", 0);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) continue;
     bool ok = true;
-    for (int64_t d = 0; d < axis; ++d) ok = ok && t.shape[static_cast<size_t>(d)] == 1;
+    if (n.op_type == "Concat") {
+      const int64_t rank = static_cast<int64_t>(t.shape.size());
+      int64_t axis = n.attrs.get_int("axis", 0);
+      if (axis < 0) axis += rank;
+      ok = axis >= 0 && axis < rank && held.size() == n.inputs.size();
+      for (int64_t d = 0; ok && d < axis; ++d) ok = t.shape[static_cast<size_t>(d)] == 1;
+    } else {  // a view: its shape or axes are constants
+      for (size_t i = 1; i < n.inputs.size(); ++i) ok = ok && (n.inputs[i] == kNoValue || g.value(n.inputs[i]).is_constant());
+    }
     std::vector<int64_t> offsets;
     std::set<ValueId> seen;
     int64_t at = 0;
-    for (ValueId v : n.inputs) {
+    for (ValueId v : held) {
       if (!ok) break;
-      ok = v != kNoValue && !g.value(v).is_constant() && g.value(v).producer >= 0 && !graph_outputs.count(v) &&
-           seen.insert(v).second && concat_reads[v] == 1 && at % kArenaAlignment == 0 && g.type(v).dtype == t.dtype;
+      ok = !g.value(v).is_constant() && g.value(v).producer >= 0 && !graph_outputs.count(v) && seen.insert(v).second &&
+           holders[v] == 1 && at % kArenaAlignment == 0 && g.type(v).dtype == t.dtype;
       offsets.push_back(at);
-      if (ok) at += g.type(v).byte_size();
+      at += g.type(v).byte_size();
     }
     if (ok && at == t.byte_size()) out.emplace(static_cast<NodeId>(id), std::move(offsets));
   }
@@ -84,23 +106,27 @@ std::map<NodeId, std::vector<int64_t>> in_place_concats(const Graph& g) {
 
 namespace {
 
-// The in-place Concats among `steps` (a step that is one such Concat alone: it writes the output
-// and reads exactly the inputs): piece -> (its outermost holder, byte offset there).
+// The nodes written in place among `steps` (a step that is one such node alone: it writes the
+// output and reads exactly the inputs it holds, constants aside): piece -> (its outermost holder,
+// byte offset there).
 std::map<ValueId, std::pair<ValueId, int64_t>> in_place_pieces(const Graph& g, const std::vector<StepIo>& steps) {
   std::map<ValueId, std::pair<ValueId, int64_t>> piece_of;
-  const std::map<NodeId, std::vector<int64_t>> concats = in_place_concats(g);
-  if (concats.empty()) return piece_of;
+  const std::map<NodeId, std::vector<int64_t>> holders = in_place_nodes(g);
+  if (holders.empty()) return piece_of;
   for (const StepIo& s : steps) {
     if (s.writes.size() != 1 || s.writes[0] == kNoValue) continue;
     const NodeId p = g.value(s.writes[0]).producer;
-    auto it = concats.find(p);
-    if (it == concats.end()) continue;
-    const Node& n = g.nodes[static_cast<size_t>(p)];
-    if (std::set<ValueId>(s.reads.begin(), s.reads.end()) != std::set<ValueId>(n.inputs.begin(), n.inputs.end()))
-      continue;
-    for (size_t i = 0; i < n.inputs.size(); ++i) piece_of[n.inputs[i]] = {s.writes[0], it->second[i]};
+    auto it = holders.find(p);
+    if (it == holders.end()) continue;
+    const std::vector<ValueId> held = in_place_inputs(g.nodes[static_cast<size_t>(p)]);
+    std::set<ValueId> reads;
+    for (ValueId v : s.reads)
+      if (v != kNoValue && !g.value(v).is_constant()) reads.insert(v);
+    if (reads != std::set<ValueId>(held.begin(), held.end())) continue;
+    for (size_t i = 0; i < held.size(); ++i) piece_of[held[i]] = {s.writes[0], it->second[i]};
   }
-  // A Concat of Concats: each piece in its outermost holder (acyclic: a holder follows its pieces).
+  // A holder held in turn (a Concat of Concats, a view of a Concat): each piece in the outermost
+  // holder (acyclic: a holder follows its pieces).
   for (auto& [v, at] : piece_of)
     for (auto up = piece_of.find(at.first); up != piece_of.end(); up = piece_of.find(at.first))
       at = {up->second.first, at.second + up->second.second};

@@ -12,16 +12,17 @@
 // What holds after: offsets are multiples of the alignment; live-overlapping buffers are disjoint;
 // arena_bytes = max(offset + aligned size) <= sum of aligned sizes.
 //
-// In-place Concat. When a Concat's output is laid out as its inputs one after another (every axis
-// before the Concat axis has extent 1: a channel Concat at batch 1 in NCHW, the detection boxes of
-// a YOLO head), the kernels that write its inputs can write them straight into their places in
-// the output, and the Concat copies nothing. plan_arena() does that for every step that is such a
-// Concat alone: each input becomes a piece of the output (no buffer of its own), and the output
-// lives from the first piece's writer to the last reader of it or of any piece. The Concat's
-// kernel (runtime/kernel_recipe.h "in_place") then finds its inputs in place and does nothing;
-// run by itself (a correctness check, a measurement) it copies them. The orchestrator prices such
-// a Concat at zero and fuses it only with a reader of its output (orchestrate/kernel_cost.h,
-// kernel_candidate.h).
+// Written in place. Two kinds of node need not copy their inputs at all: a Concat whose output is
+// laid out as its inputs one after another (every axis before the Concat axis has extent 1: a
+// channel Concat at batch 1 in NCHW, the detection boxes of a YOLO head), and a view (Reshape,
+// Flatten, Squeeze, Unsqueeze: the same bytes under another shape). The kernels that write their
+// inputs can write them straight into their places in the output. plan_arena() does that for every
+// step that is such a node alone: each input becomes a piece of the output (no buffer of its own),
+// and the output lives from the first piece's writer to the last reader of it or of any piece.
+// The node's kernel (runtime/kernel_recipe.h "in_place") then finds its inputs in place and does
+// nothing; run by itself (a correctness check, a measurement) it copies them. The orchestrator
+// prices such a node at zero and fuses it only with a reader of its output
+// (orchestrate/kernel_cost.h, kernel_candidate.h).
 #pragma once
 
 #include <cstdint>
@@ -62,7 +63,7 @@ struct StepIo {
 // their offsets. kNoValue entries are ignored.
 struct ArenaPlan {
   std::map<ValueId, int64_t> offset;  // intermediates only (not the pieces below)
-  // In-place Concat inputs: value -> (the value whose buffer holds it, byte offset in it). The
+  // Inputs written in place: value -> (the value whose buffer holds it, byte offset in it). The
   // holder is an intermediate above or a graph output, never itself a piece.
   std::map<ValueId, std::pair<ValueId, int64_t>> piece_of;
   int64_t arena_bytes = 0;
@@ -70,12 +71,15 @@ struct ArenaPlan {
 };
 ArenaPlan plan_arena(const Graph& g, const std::vector<StepIo>& steps);
 
-// The Concat nodes of `g` whose inputs can be written in place (above): node -> each input's byte
-// offset in the output. Required: every axis before the Concat axis has extent 1; each input is
-// computed by a node (not a graph input or constant), is not a graph output, appears once and is
-// read by no other Concat; each offset is a multiple of kArenaAlignment (kernels assume aligned
-// arguments).
-std::map<NodeId, std::vector<int64_t>> in_place_concats(const Graph& g);
+// The nodes of `g` whose inputs can be written in place (above): node -> the byte offset in the
+// output of each input it holds (in_place_inputs). Required: a Concat's axes before its axis have
+// extent 1; a view's other inputs (shape, axes) are constants; each held input is computed by a
+// node (not a graph input or constant), is not a graph output, appears once and is held by no
+// other such node; each offset is a multiple of kArenaAlignment (kernels assume aligned arguments).
+std::map<NodeId, std::vector<int64_t>> in_place_nodes(const Graph& g);
+// The inputs such a node would hold: a Concat's inputs, a view's first (kNoValue skipped); empty
+// for any other node.
+std::vector<ValueId> in_place_inputs(const Node& n);
 
 // The unfused baseline's steps: one per node in graph order, every node output materialised.
 std::vector<StepIo> unfused_steps(const Graph& g);

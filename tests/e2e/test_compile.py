@@ -35,8 +35,10 @@ def check_plan(art):
             assert v in available or v not in written_by_plan, f"kernel {step} reads {v} before it is written"
         available.update(k["outputs"])
         computed.update(p["name"] for p in k["primitives"])
-        # Only a Concat whose inputs are written into it (runtime/memory_plan.h) is free.
-        in_place = [p["op_type"] for p in k["primitives"]] == ["Concat"] and k["note"].startswith("in place")
+        # Only a Concat or a view whose inputs are written into it (runtime/memory_plan.h) is free.
+        ops = [p["op_type"] for p in k["primitives"]]
+        in_place = len(ops) == 1 and ops[0] in ("Concat", "Reshape", "Flatten", "Squeeze", "Unsqueeze") \
+            and k["note"].startswith("in place")
         assert k["cost_s"] > 0 or in_place, k
     assert len(computed) == plan["graph"]["primitives"], "some primitive is computed by no kernel"
     for t in plan["tensors"]:

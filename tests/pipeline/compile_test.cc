@@ -231,11 +231,10 @@ TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {
   }
 }
 
-// Concats laid out as their inputs (runtime/memory_plan.h): the kernels before them (a
-// convolution among them) write into the output, the Concat kernels cost nothing and copy
-// nothing, and the artifact runs like the reference on both targets. y is read by a convolution
-// (which takes no loop prologue) and by o, a graph output: neither Concat has a reader to fuse
-// with, so both run alone.
+// Concats laid out as their inputs and views (runtime/memory_plan.h): the kernels before them (a
+// convolution among them) write into the graph output, the Concat and Flatten kernels cost
+// nothing and copy nothing, and the artifact runs like the reference on both targets. y is read by
+// a convolution (which takes no loop prologue) and by o, o by the Flatten, a graph output.
 TEST_F(CompileModel, ConcatInputsAreWrittenInPlace) {
   std::mt19937_64 rng(3);
   const Graph g = parse_graph(R"(graph t (opset 17) {
@@ -246,27 +245,28 @@ TEST_F(CompileModel, ConcatInputsAreWrittenInPlace) {
   %y: f32[1,32,4,4] = Concat(a, b) {axis=1}
   %c: f32[1,16,4,4] = Conv(y, w) {kernel_shape=[1, 1]}
   %o: f32[1,48,4,4] = Concat(y, c) {axis=1}
-  output o
+  %f: f32[1,768] = Flatten(o)
+  output f
 })");
   for (const char* target : {"cpu", "cuda"}) {
     SCOPED_TRACE(target);
     CompileOptions o = analytic(target);
     o.layout = "nchw";  // channels-last would make these Concats interleave their inputs
     CompileResult r = compile_model(g, dir_.string(), o);
-    int concats = 0;
+    int in_place = 0;
     for (const PlannedKernel& k : r.orchestration.plan.kernels)
       for (NodeId n : k.nodes)
-        if (r.primitives.nodes[static_cast<size_t>(n)].op_type == "Concat") {
-          ++concats;
+        if (const std::string& op = r.primitives.nodes[static_cast<size_t>(n)].op_type; op == "Concat" || op == "Flatten" || op == "Reshape") {
+          ++in_place;
           EXPECT_EQ(k.nodes.size(), 1u);
           EXPECT_EQ(k.seconds, 0);
         }
-    EXPECT_EQ(concats, 2);
+    EXPECT_EQ(in_place, 3);
     EXPECT_TRUE(r.verify.failures.empty());  // run alone, each Concat copies its inputs
     const std::string program = read_file_bytes((dir_ / "program.json").string());
     size_t pieces = 0;
     for (size_t at = 0; (at = program.find("\"kind\":\"piece\"", at)) != std::string::npos; ++at) ++pieces;
-    EXPECT_EQ(pieces, 4u);  // a, b, y and c lie in o
+    EXPECT_EQ(pieces, 5u);  // a, b, y, c and o lie in f
     EXPECT_EQ(r.memory.arena_bytes, 0);  // nothing else to hold
     expect_runs_like_the_reference(g, std::string(target) == "cuda");
     fs::remove_all(dir_);

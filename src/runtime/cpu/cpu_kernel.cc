@@ -32,7 +32,7 @@ CpuKernel::CpuKernel(CpuKernelRecipe recipe, std::shared_ptr<SharedLibrary> lib)
     : recipe_(std::move(recipe)), lib_(std::move(lib)) {
   if (!recipe_.reference_graph.empty())
     reference_ = std::make_unique<runtime::ReferenceStep>(recipe_.reference_graph, recipe_);
-  if (!recipe_.in_place.empty()) in_place_ = std::make_unique<runtime::InPlaceConcat>(recipe_);
+  if (!recipe_.in_place.empty()) in_place_ = std::make_unique<runtime::InPlaceStep>(recipe_);
   if (!recipe_.symbol.empty()) {
     if (!lib_) fail("kernel {} needs a kernel library", recipe_.symbol);
     fn_ = reinterpret_cast<LoopFn>(lib_->symbol(recipe_.symbol));

@@ -62,7 +62,7 @@ class CpuKernel : public runtime::DeviceKernel {
   LoopFn fn_ = nullptr;
   std::unique_ptr<LinearStep> linear_;
   std::unique_ptr<runtime::ReferenceStep> reference_;
-  std::unique_ptr<runtime::InPlaceConcat> in_place_;
+  std::unique_ptr<runtime::InPlaceStep> in_place_;
   struct FreeDeleter { void operator()(void* p) const; };
   std::vector<std::unique_ptr<void, FreeDeleter>> scratch_;
   std::vector<void*> args_;

@@ -31,7 +31,7 @@ class EmulatedKernel : public runtime::DeviceKernel {
  public:
   EmulatedKernel(CudaKernelRecipe r, std::shared_ptr<runtime::KernelModule> module) : r_(std::move(r)) {
     if (!r_.reference_graph.empty()) reference_ = std::make_unique<runtime::ReferenceStep>(r_.reference_graph, r_);
-    if (!r_.in_place.empty()) in_place_ = std::make_unique<runtime::InPlaceConcat>(r_);
+    if (!r_.in_place.empty()) in_place_ = std::make_unique<runtime::InPlaceStep>(r_);
     if (r_.linear) linear_ = cpu::LinearStep::create(*r_.linear);
     if (!r_.launches.empty()) {
       auto* m = dynamic_cast<EmulatedCudaModule*>(module.get());
@@ -75,7 +75,7 @@ class EmulatedKernel : public runtime::DeviceKernel {
   CudaKernelRecipe r_;
   std::shared_ptr<runtime::KernelModule> module_;
   std::unique_ptr<runtime::ReferenceStep> reference_;
-  std::unique_ptr<runtime::InPlaceConcat> in_place_;
+  std::unique_ptr<runtime::InPlaceStep> in_place_;
   std::unique_ptr<cpu::LinearStep> linear_;
   std::vector<void*> scratch_, args_;
 };

@@ -107,7 +107,7 @@ class GpuKernel : public runtime::DeviceKernel {
       for (Tensor& t : host_in_) host_in_ptrs_.push_back(t.raw());
       for (Tensor& t : host_out_) host_out_ptrs_.push_back(t.raw());
     }
-    if (!r_.in_place.empty()) in_place_ = std::make_unique<runtime::InPlaceConcat>(r_);
+    if (!r_.in_place.empty()) in_place_ = std::make_unique<runtime::InPlaceStep>(r_);
     if (r_.linear) {
       LibraryPlan plan = plan_library_call(*r_.linear);
       if (!plan.ok()) fail_unsupported("a linear step the GPU cannot run: {}", plan.reason);
@@ -169,7 +169,7 @@ class GpuKernel : public runtime::DeviceKernel {
   std::shared_ptr<runtime::KernelModule> module_;
   std::vector<CUfunction> functions_;
   std::unique_ptr<runtime::ReferenceStep> reference_;
-  std::unique_ptr<runtime::InPlaceConcat> in_place_;
+  std::unique_ptr<runtime::InPlaceStep> in_place_;
   std::vector<Tensor> host_in_, host_out_;  // the reference op's host copies
   std::vector<const void*> host_in_ptrs_;
   std::vector<void*> host_out_ptrs_;

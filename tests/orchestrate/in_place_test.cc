@@ -1,4 +1,5 @@
-// Concats written in place (runtime/memory_plan.h) in the candidate enumeration and the costs.
+// Concats and views written in place (runtime/memory_plan.h) in the candidate enumeration and
+// the costs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,7 +35,7 @@ NodeId node_writing(const Graph& g, const char* name) { return g.value(g.find_va
 
 bool contains(const KernelCandidate& c, NodeId n) { return std::binary_search(c.nodes.begin(), c.nodes.end(), n); }
 
-TEST(InPlaceConcatCandidates, JoinAKernelOnlyWithAReaderOfTheirOutput) {
+TEST(InPlaceCandidates, JoinAKernelOnlyWithAReaderOfTheirOutput) {
   const Graph g = joins();
   const NodeId y = node_writing(g, "y"), z = node_writing(g, "z"), o = node_writing(g, "o"), q = node_writing(g, "q");
   CandidateOptions opt;
@@ -52,11 +53,11 @@ TEST(InPlaceConcatCandidates, JoinAKernelOnlyWithAReaderOfTheirOutput) {
   }
   EXPECT_GT(with_y, 0);  // {y, z}, {a, y, z}, ...
   EXPECT_GT(with_q, 0);  // an ordinary Concat fuses as before
-  EXPECT_TRUE(cs.rejected.count("a Concat written in place joins a kernel only with a reader of its output"));
-  EXPECT_TRUE(cs.rejected.count("a Concat written in place that no node reads runs alone"));
+  EXPECT_TRUE(cs.rejected.count("a Concat or view written in place joins a kernel only with a reader of its output"));
+  EXPECT_TRUE(cs.rejected.count("a Concat or view written in place that no node reads runs alone"));
 }
 
-TEST(InPlaceConcatCandidates, CostNothingAlone) {
+TEST(InPlaceCandidates, CostNothingAlone) {
   const Graph g = joins();
   AnalyticCost cost(cpu_spec(), FusionRules{});
   for (const char* name : {"y", "o"}) {
