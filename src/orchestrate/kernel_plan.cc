@@ -1,6 +1,7 @@
 #include "orchestrate/kernel_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -161,14 +162,32 @@ int64_t plan_peak_bytes(const Graph& g, const std::vector<KernelCandidate>& cand
   return runtime::plan_arena(g, steps).arena_bytes;
 }
 
-int64_t step_bytes(const Graph& g, const KernelCandidate& c) {
+std::map<ValueId, ValueId> possible_holders(const Graph& g) {
+  std::map<ValueId, ValueId> holder;
+  for (const auto& [node, offsets] : runtime::in_place_nodes(g)) {
+    const Node& n = g.nodes[static_cast<size_t>(node)];
+    for (ValueId v : runtime::in_place_inputs(n)) holder[v] = n.outputs[0];
+  }
+  for (auto& [v, h] : holder)  // outermost (acyclic: a holder follows what it holds)
+    for (auto up = holder.find(h); up != holder.end(); up = holder.find(h)) h = up->second;
+  return holder;
+}
+
+int64_t step_bytes(const Graph& g, const KernelCandidate& c, const std::map<ValueId, ValueId>& holders) {
   const auto aligned = [&](ValueId v) { return runtime::align_up(g.type(v).byte_size()); };
   const std::set<ValueId> outputs(g.outputs.begin(), g.outputs.end());
-  int64_t bytes = 0;
+  std::map<ValueId, int64_t> by_holder;  // the values that may share one buffer: the largest
+  const auto add = [&](ValueId v) {
+    auto h = holders.find(v);
+    const ValueId where = h == holders.end() ? v : h->second;
+    if (outputs.count(where)) return;  // in a graph output's tensor, not in the arena
+    by_holder[where] = std::max(by_holder[where], aligned(v));
+  };
   for (ValueId v : c.inputs)
-    if (!is_free_value(g, v) && !outputs.count(v)) bytes += aligned(v);
-  for (ValueId v : c.outputs)
-    if (!outputs.count(v)) bytes += aligned(v);
+    if (!is_free_value(g, v)) add(v);
+  for (ValueId v : c.outputs) add(v);
+  int64_t bytes = 0;
+  for (const auto& [where, b] : by_holder) bytes += b;
   return bytes;
 }
 

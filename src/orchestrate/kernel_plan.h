@@ -9,6 +9,7 @@
 // a zero-cost kernel that nothing needs).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,15 @@ KernelPlan make_plan(const Graph& g, const std::vector<KernelCandidate>& candida
 // static memory plan gives those kernels (runtime/memory_plan.h), in bytes.
 int64_t plan_peak_bytes(const Graph& g, const std::vector<KernelCandidate>& candidates, const std::vector<int>& order);
 
+// Each value a Concat or view could hold in place (runtime/memory_plan.h) -> its outermost
+// possible holder.
+std::map<ValueId, ValueId> possible_holders(const Graph& g);
 // What one kernel's step alone holds in that arena: its inputs other than graph inputs and
-// constants, and its outputs other than graph outputs, each aligned as the arena aligns them. Every
-// plan that runs the kernel peaks at no less.
-int64_t step_bytes(const Graph& g, const KernelCandidate& c);
+// constants, and its outputs other than graph outputs, each aligned as the arena aligns them;
+// values that may lie in one holder's buffer (`holders`: possible_holders(g)) count once, at the
+// largest, and not at all when that holder is a graph output. Every plan that runs the kernel
+// peaks at no less.
+int64_t step_bytes(const Graph& g, const KernelCandidate& c, const std::map<ValueId, ValueId>& holders);
 
 // Checks a plan against its graph: every kernel is a non-empty convex set of existing primitives;
 // its inputs are exactly the values it reads from outside, each a graph input, a constant or

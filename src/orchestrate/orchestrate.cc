@@ -423,9 +423,10 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     // A kernel whose own step holds more than the budget is left out; a primitive that only such
     // kernels compute makes every plan peak above it.
     std::vector<int64_t> least(g.nodes.size(), std::numeric_limits<int64_t>::max());
+    const std::map<ValueId, ValueId> holders = possible_holders(g);
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (!usable_candidate(candidates[i], scaled[i], options.allow_recompute)) continue;
-      const int64_t b = step_bytes(g, candidates[i]);
+      const int64_t b = step_bytes(g, candidates[i], holders);
       for (NodeId n : candidates[i].nodes) least[static_cast<size_t>(n)] = std::min(least[static_cast<size_t>(n)], b);
       if (b > options.memory_budget) scaled[i] = std::numeric_limits<double>::infinity();
     }

@@ -8,6 +8,7 @@
 #include "orchestrate/analytic_cost.h"
 #include "orchestrate/kernel_candidate.h"
 #include "orchestrate/kernel_cost.h"
+#include "orchestrate/kernel_plan.h"
 
 namespace korch {
 namespace {
@@ -71,6 +72,25 @@ TEST(InPlaceCandidates, CostNothingAlone) {
   const KernelCandidate yz = make_candidate(g, {node_writing(g, "y"), node_writing(g, "z")}, false);
   EXPECT_FALSE(written_in_place(g, yz));
   EXPECT_GT(cost.cost(g, yz).seconds, 0);
+}
+
+// The memory floor under a budget counts what a step holds at least: a value that may lie in a
+// graph output's tensor holds no arena memory; values that may share a holder's buffer count once.
+TEST(InPlaceCandidates, StepBytesCountWhatMayShareABufferOnce) {
+  const Graph g = joins();
+  const auto holders = possible_holders(g);
+  EXPECT_EQ(holders.at(g.find_value("a")), g.find_value("y"));
+  EXPECT_EQ(holders.at(g.find_value("z")), g.find_value("o"));
+  const auto bytes = [&](std::vector<const char*> outs) {
+    std::vector<NodeId> nodes;
+    for (const char* v : outs) nodes.push_back(node_writing(g, v));
+    return step_bytes(g, make_candidate(g, nodes, false), holders);
+  };
+  EXPECT_EQ(bytes({"a"}), 1024);      // a, in y's buffer or its own
+  EXPECT_EQ(bytes({"z"}), 2048);      // reads y; z may lie in the output o
+  EXPECT_EQ(bytes({"d"}), 0);         // reads an input, writes into o
+  EXPECT_EQ(bytes({"y"}), 2048);      // a, b and y: one buffer at most
+  EXPECT_EQ(bytes({"e"}), 1024);      // an ordinary value
 }
 
 }  // namespace
