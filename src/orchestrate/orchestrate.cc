@@ -430,6 +430,11 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
       for (NodeId n : candidates[i].nodes) least[static_cast<size_t>(n)] = std::min(least[static_cast<size_t>(n)], b);
       if (b > options.memory_budget) scaled[i] = std::numeric_limits<double>::infinity();
     }
+    // With rewrite choices, a node a site adds or removes is computed only under some choices:
+    // it sets no floor (an added node no kernel can compute only rules its site out).
+    if (options.rewrite_sites)
+      for (size_t n = 0; n < least.size(); ++n)
+        if (options.rewrite_sites->added_by[n] >= 0 || !options.rewrite_sites->removed_by[n].empty()) least[n] = 0;
     const auto worst = std::max_element(least.begin(), least.end());
     if (worst != least.end()) {
       const Node& n = g.nodes[static_cast<size_t>(worst - least.begin())];

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "frontend/builtin_models.h"
 #include "frontend/onnx_loader.h"
@@ -91,6 +92,46 @@ TEST(RewriteChoice, NoSitesIsPlainOrchestration) {
   EXPECT_TRUE(r.result.rewrites.chosen.empty());
   EXPECT_EQ(r.graph.nodes.size(), p.nodes.size());
   EXPECT_DOUBLE_EQ(r.result.selection.objective, orchestrate(p, cost, o).selection.objective);
+}
+
+// Costs that refuse every kernel with an op the model itself lacks (as when a backend cannot emit
+// what a rewrite adds).
+class NoNewOps : public CostProvider {
+ public:
+  NoNewOps(const Graph& p, CostProvider& inner) : inner_(inner) {
+    for (const Node& n : p.nodes) ops_.insert(n.op_type);
+  }
+  std::string name() const override { return "no new ops"; }
+  void prepare(const Graph& g, const std::vector<KernelCandidate>& c) override { inner_.prepare(g, c); }
+  KernelCost cost(const Graph& g, const KernelCandidate& c) override {
+    for (NodeId n : c.nodes)
+      if (!ops_.count(g.nodes[static_cast<size_t>(n)].op_type)) {
+        ++refused;
+        return KernelCost::infeasible("not emitted in this test");
+      }
+    return inner_.cost(g, c);
+  }
+  int refused = 0;
+
+ private:
+  CostProvider& inner_;
+  std::set<std::string> ops_;
+};
+
+// A site whose added nodes no kernel computes is ruled out, not taken for nodes every plan needs:
+// under a memory budget, the floor every plan peaks at comes from the nodes every plan computes
+// (it said "every plan peaks at 9223372036854775807 bytes" for efficientvit_b0 and swin_t).
+TEST(RewriteChoice, SitesNoKernelComputesSetNoMemoryFloor) {
+  const Graph p = primitives_of("tiny_transformer");
+  AnalyticCost inner(cpu_spec());
+  NoNewOps cost(p, inner);
+  OrchestrateOptions o;
+  o.rewrite_choices = true;
+  const RewriteChoiceResult free = orchestrate_with_rewrites(p, cost, o);
+  ASSERT_GT(cost.refused, 0) << "no site adds an op: the test would not see the floor";
+  o.memory_budget = int64_t{1} << 40;
+  const RewriteChoiceResult bounded = orchestrate_with_rewrites(p, cost, o);
+  EXPECT_NEAR(bounded.result.selection.objective, free.result.selection.objective, 1e-9 * free.result.selection.objective);
 }
 
 }  // namespace
