@@ -237,12 +237,16 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
             continue;
           }
         }
-        const bool unread_in_place = std::any_of(closed.begin(), closed.end(), [&](NodeId v) {
-          return in_place.count(v) && std::none_of(gi.succs[static_cast<size_t>(v)].begin(), gi.succs[static_cast<size_t>(v)].end(),
-                                                   [&](NodeId s) { return std::binary_search(closed.begin(), closed.end(), s); });
-        });
+        const auto read_inside = [&](NodeId v) {
+          const std::vector<NodeId>& readers = gi.succs[static_cast<size_t>(v)];
+          return std::any_of(readers.begin(), readers.end(),
+                             [&](NodeId r) { return std::binary_search(closed.begin(), closed.end(), r); });
+        };
+        const bool unread_in_place = std::any_of(closed.begin(), closed.end(),
+                                                 [&](NodeId v) { return in_place.count(v) && !read_inside(v); });
         if (unread_in_place && closed.size() > 1)  // not offered, but grown: a reader may join
-          out.reject(closed, "a Concat or view written in place joins a kernel only with a reader of its output");
+          out.reject(closed, "a Concat or view written in place joins a kernel only with a reader of its output "
+                             "(not offered; still grown)");
         else
           record(closed);
         work.push_back(closed);

@@ -173,10 +173,12 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
     } else if (buf.kind == Kind::kPiece) {
       buf.of = b.at("of").get<int>();
       buf.offset = b.at("offset").get<int64_t>();
-      if (buf.of < 0 || buf.of >= id || (buffers_[buf.of].kind != Kind::kArena && buffers_[buf.of].kind != Kind::kOutput))
-        fail("{}: buffer {} ({}) is a piece of buffer {}, which is not an arena or output buffer listed before it", path,
-             id, buf.name, buf.of);
-      if (buf.offset < 0 || buf.offset % 64 != 0 || buf.offset + buf.type.byte_size() > buffers_[buf.of].type.byte_size())
+      if (buf.of < 0 || buf.of >= id ||
+          (buffers_[buf.of].kind != Kind::kArena && buffers_[buf.of].kind != Kind::kOutput))
+        fail("{}: buffer {} ({}) is a piece of buffer {}, which is not an arena or output buffer listed before it",
+             path, id, buf.name, buf.of);
+      if (buf.offset < 0 || buf.offset % 64 != 0 ||
+          buf.offset + buf.type.byte_size() > buffers_[buf.of].type.byte_size())
         fail("{}: buffer {} ({}) at offset {} does not fit in buffer {}", path, id, buf.name, buf.offset, buf.of);
     } else {
       buf.index = b.at("index").get<int>();

@@ -53,8 +53,8 @@ void KernelRecipeBase::read_json(const nlohmann::json& j) {
 
 InPlaceStep::InPlaceStep(const KernelRecipeBase& r) : offsets_(r.in_place) {
   if (r.outputs.size() != 1 || r.inputs.size() != offsets_.size())
-    fail("in-place recipe: {} offsets for {} inputs and {} outputs (one wanted)", offsets_.size(),
-         r.inputs.size(), r.outputs.size());
+    fail("in-place recipe: {} offsets for {} inputs and {} outputs (one wanted)", offsets_.size(), r.inputs.size(),
+         r.outputs.size());
   for (size_t i = 0; i < offsets_.size(); ++i) {
     bytes_.push_back(r.inputs[i].byte_size());
     if (offsets_[i] < 0 || offsets_[i] + bytes_[i] > r.outputs[0].byte_size())

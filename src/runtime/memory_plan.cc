@@ -87,7 +87,8 @@ std::map<NodeId, std::vector<int64_t>> in_place_nodes(const Graph& g) {
       ok = axis >= 0 && axis < rank && held.size() == n.inputs.size();
       for (int64_t d = 0; ok && d < axis; ++d) ok = t.shape[static_cast<size_t>(d)] == 1;
     } else {  // a view: its shape or axes are constants
-      for (size_t i = 1; i < n.inputs.size(); ++i) ok = ok && (n.inputs[i] == kNoValue || g.value(n.inputs[i]).is_constant());
+      for (size_t i = 1; i < n.inputs.size(); ++i)
+        ok = ok && (n.inputs[i] == kNoValue || g.value(n.inputs[i]).is_constant());
     }
     std::vector<int64_t> offsets;
     std::set<ValueId> seen;

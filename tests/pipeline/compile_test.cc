@@ -256,7 +256,8 @@ TEST_F(CompileModel, ConcatInputsAreWrittenInPlace) {
     int in_place = 0;
     for (const PlannedKernel& k : r.orchestration.plan.kernels)
       for (NodeId n : k.nodes)
-        if (const std::string& op = r.primitives.nodes[static_cast<size_t>(n)].op_type; op == "Concat" || op == "Flatten" || op == "Reshape") {
+        if (const std::string& op = r.primitives.nodes[static_cast<size_t>(n)].op_type;
+            op == "Concat" || op == "Flatten" || op == "Reshape") {
           ++in_place;
           EXPECT_EQ(k.nodes.size(), 1u);
           EXPECT_EQ(k.seconds, 0);

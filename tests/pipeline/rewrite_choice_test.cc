@@ -131,7 +131,8 @@ TEST(RewriteChoice, SitesNoKernelComputesSetNoMemoryFloor) {
   ASSERT_GT(cost.refused, 0) << "no site adds an op: the test would not see the floor";
   o.memory_budget = int64_t{1} << 40;
   const RewriteChoiceResult bounded = orchestrate_with_rewrites(p, cost, o);
-  EXPECT_NEAR(bounded.result.selection.objective, free.result.selection.objective, 1e-9 * free.result.selection.objective);
+  EXPECT_NEAR(bounded.result.selection.objective, free.result.selection.objective,
+              1e-9 * free.result.selection.objective);
 }
 
 }  // namespace
