@@ -124,8 +124,11 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
   const OrchestrateResult& o = r.orchestration;
   const SolveResult& s = o.selection.solve;
   const bool measured = options.cost == CostSource::kMeasured;
-  fmt::print("compiled {} for {} ({}){}: {} kernels for {} primitives\n", model, r.target, r.cost_model,
-             options.unfused ? ", unfused baseline" : "", o.plan.kernels.size(), p.nodes.size());
+  const auto in_place = std::count_if(r.kernels.begin(), r.kernels.end(),
+                                      [](const EmittedKernel& k) { return k.recipe.contains("in_place"); });
+  fmt::print("compiled {} for {} ({}){}: {} kernels for {} primitives{}\n", model, r.target, r.cost_model,
+             options.unfused ? ", unfused baseline" : "", o.plan.kernels.size(), p.nodes.size(),
+             in_place ? fmt::format(" ({} of them Concats or views written in place: no work)", in_place) : "");
   fmt::print("  states {}{}, candidates {} ({} cannot be emitted or were skipped), {} independent region{}, "
              "variables {}, rows {}\n",
              o.selection.dp.states, o.selection.dp.completed ? "" : "+ (limit)", o.candidates.candidates.size(),
