@@ -72,9 +72,6 @@ int64_t leave_out_dominated(const Graph& g, const std::vector<KernelCandidate>& 
   // expanded. Not across primitives of rewrite sites, whose rows would bind B and not A.
   if (allow_recompute) {
     const GraphIndex gi(g);
-    auto in_site = [&](NodeId n) {
-      return sites && (!sites->removed_by[static_cast<size_t>(n)].empty() || sites->added_by[static_cast<size_t>(n)] >= 0);
-    };
     auto subset = [](std::vector<ValueId> a, std::vector<ValueId> b) {
       std::sort(a.begin(), a.end());
       std::sort(b.begin(), b.end());
@@ -90,7 +87,7 @@ int64_t leave_out_dominated(const Graph& g, const std::vector<KernelCandidate>& 
         next_to.insert(gi.succs[static_cast<size_t>(n)].begin(), gi.succs[static_cast<size_t>(n)].end());
       }
       for (NodeId n : next_to) {
-        if (std::binary_search(a.nodes.begin(), a.nodes.end(), n) || in_site(n)) continue;
+        if (std::binary_search(a.nodes.begin(), a.nodes.end(), n) || (sites && sites->optional(n))) continue;
         bigger = a.nodes;
         bigger.insert(std::upper_bound(bigger.begin(), bigger.end(), n), n);
         auto it = full_of.find(bigger);

@@ -434,7 +434,7 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     // it sets no floor (an added node no kernel can compute only rules its site out).
     if (options.rewrite_sites)
       for (size_t n = 0; n < least.size(); ++n)
-        if (options.rewrite_sites->added_by[n] >= 0 || !options.rewrite_sites->removed_by[n].empty()) least[n] = 0;
+        if (options.rewrite_sites->optional(static_cast<NodeId>(n))) least[n] = 0;
     const auto worst = std::max_element(least.begin(), least.end());
     if (worst != least.end()) {
       const Node& n = g.nodes[static_cast<size_t>(worst - least.begin())];

@@ -101,6 +101,8 @@ std::unique_ptr<Executable> Executable::load_checked(const std::string& dir, con
     if (buf.kind == Kind::kWeight) x->ptrs_[b] = const_cast<std::byte*>(x->weights_) + buf.offset;
     if (buf.kind == Kind::kArena) x->ptrs_[b] = x->arena_ + buf.offset;
     if (buf.kind == Kind::kPiece) x->ptrs_[b] = x->piece_ptr(buf);
+    if (buf.kind == Kind::kPiece && x->buffers_[static_cast<size_t>(buf.of)].kind == Kind::kOutput)
+      x->output_pieces_.push_back(static_cast<int>(b));
     if (!dev.host_memory() && (buf.kind == Kind::kInput || buf.kind == Kind::kOutput))
       x->staging_[b] = x->device_buffer(buf.type.byte_size());
   }
@@ -308,8 +310,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
     outputs.emplace_back(buffers_[static_cast<size_t>(id)].type);
     ptrs_[static_cast<size_t>(id)] = dev.host_memory() ? outputs.back().raw() : staging_[static_cast<size_t>(id)];
   }
-  for (size_t b = 0; b < buffers_.size(); ++b)  // pieces of this run's output tensors
-    if (buffers_[b].kind == Kind::kPiece) ptrs_[b] = piece_ptr(buffers_[b]);
+  for (int b : output_pieces_) ptrs_[static_cast<size_t>(b)] = piece_ptr(buffers_[static_cast<size_t>(b)]);
   if (step_timing_) {
     double t_prev = dev.synchronized_seconds();
     for (Step& s : steps_) {

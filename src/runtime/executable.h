@@ -120,6 +120,7 @@ class Executable {
   nlohmann::json manifest_;
   std::vector<Buffer> buffers_;
   std::vector<int> input_buffers_, output_buffers_;
+  std::vector<int> output_pieces_;  // pieces held by an output buffer: they move with it each run
   std::vector<std::string> input_names_, output_names_;
   std::vector<TensorType> input_types_, output_types_;
   std::vector<Step> steps_;

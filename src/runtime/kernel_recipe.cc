@@ -63,6 +63,10 @@ InPlaceStep::InPlaceStep(const KernelRecipeBase& r) : offsets_(r.in_place) {
   }
 }
 
+void InPlaceStep::run_on_host(const void* const* inputs, void* const* outputs) const {
+  run(inputs, outputs, [](void* to, const void* from, int64_t n) { std::memcpy(to, from, static_cast<size_t>(n)); });
+}
+
 ReferenceStep::ReferenceStep(const std::string& graph_text, const KernelRecipeBase& io)
     : graph_(parse_graph(graph_text)), inputs_(io.inputs), outputs_(io.outputs) {
   if (graph_.inputs.size() != inputs_.size() || graph_.outputs.size() != outputs_.size())

@@ -75,6 +75,9 @@ class InPlaceStep {
     }
   }
 
+  // On a device whose memory is the host's (the CPU, the CUDA emulator).
+  void run_on_host(const void* const* inputs, void* const* outputs) const;
+
  private:
   std::vector<int64_t> offsets_, bytes_;
 };

@@ -270,6 +270,14 @@ TEST_F(CompileModel, ConcatInputsAreWrittenInPlace) {
     EXPECT_EQ(pieces, 5u);  // a, b, y, c and o lie in f
     EXPECT_EQ(r.memory.arena_bytes, 0);  // nothing else to hold
     expect_runs_like_the_reference(g, std::string(target) == "cuda");
+    // Each run returns fresh output tensors: the pieces follow them, run after run.
+    runtime::LoadOptions lo;
+    lo.emulate = std::string(target) == "cuda";
+    auto exe = runtime::Executable::load(dir_.string(), lo);
+    for (uint64_t seed : {6, 7}) {
+      const std::vector<Tensor> in = random_inputs(g, seed);
+      EXPECT_EQ(rel_l2_diff(exe->run(in)[0], interpret(g, in)[0], 1e-4), "") << "run with seed " << seed;
+    }
     fs::remove_all(dir_);
   }
 }

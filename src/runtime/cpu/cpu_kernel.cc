@@ -63,8 +63,7 @@ void CpuKernel::run(const void* const* inputs, void* const* outputs) {
     return;
   }
   if (in_place_) {
-    in_place_->run(inputs, outputs,
-                   [](void* to, const void* from, int64_t n) { std::memcpy(to, from, static_cast<size_t>(n)); });
+    in_place_->run_on_host(inputs, outputs);
     return;
   }
   size_t ni = recipe_.inputs.size(), no = recipe_.outputs.size();

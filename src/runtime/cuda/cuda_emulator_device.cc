@@ -58,8 +58,7 @@ class EmulatedKernel : public runtime::DeviceKernel {
       return;
     }
     if (in_place_) {
-      in_place_->run(inputs, outputs,
-                     [](void* to, const void* from, int64_t n) { std::memcpy(to, from, static_cast<size_t>(n)); });
+      in_place_->run_on_host(inputs, outputs);
       return;
     }
     const size_t ni = r_.inputs.size(), no = r_.outputs.size();
