@@ -19,7 +19,7 @@
 //                                 its kernels' in-model times replace their isolated costs; while
 //                                 some kernel departed by more than 10%, solve again (3-6, 8) until
 //                                 the plan repeats (a few rounds at most); keep the fastest plan the
-//                                 loop ran; measure the unfused baseline in the model too
+//                                 loop ran; time it beside the unfused baseline (alternating runs)
 // `unfused` compiles the baseline instead: one kernel per primitive, no search; `korch bench` runs
 // it next to the optimised plan so the orchestration's own gain is visible.
 #pragma once
@@ -98,17 +98,12 @@ struct LoopReport {
   int kept = 0;                   // the round whose plan was kept (1-based)
   bool earlier_plan = false;      // it is an earlier compile's plan, which ran faster again
   double predicted = 0, measured = 0;
-  double unfused_isolated = 0, unfused_measured = 0;
-  // The unfused time stored by an earlier compile, scaled by this to stand beside this compile's
-  // run (the first round's drift; 1 when the unfused plan ran in this compile). The gain printed
-  // and plan.json's unfused_s use unfused_measured * unfused_drift.
-  double unfused_drift = 1;
-  bool unfused_noisy = false;  // its run stayed noisy: not stored, measured again next compile
+  double unfused_isolated = 0;
+  // The unfused plan and the kept plan timed side by side (run_side_by_side, in every compile): the
+  // gain printed and plan.json's unfused_s come from these two medians.
+  double unfused_measured = 0, plan_beside_unfused = 0;
+  bool unfused_noisy = false;  // either's spread was above loop_max_spread in those runs
 };
-
-// "" when the unfused plan ran in this compile; else " when stored, about X us at this run's
-// drift (+N%)": what follows its stored time wherever it is printed.
-std::string unfused_drift_note(const LoopReport& loop);
 
 // The closed loop's rounds as JSON (manifest.json and `korch compile --json` alike).
 nlohmann::json loop_rounds_json(const LoopReport& loop);

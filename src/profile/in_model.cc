@@ -10,20 +10,59 @@
 #include "ir/random.h"
 #include "profile/measure.h"
 #include "profile/tuning_db.h"
+#include "support/error.h"
 #include "support/hash.h"
 
 namespace korch {
+
+namespace {
+
+std::vector<Tensor> bench_inputs(const runtime::Executable& exe) {
+  std::mt19937_64 rng(0);  // the inputs korch bench uses
+  std::vector<Tensor> inputs;
+  for (const TensorType& t : exe.input_types()) inputs.push_back(random_tensor(t, rng));
+  return inputs;
+}
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+SideBySide run_side_by_side(const std::string& dir_a, const std::string& dir_b, int cpu_threads, int rounds,
+                            double seconds) {
+  runtime::LoadOptions lo;
+  lo.cpu_threads = cpu_threads;
+  std::unique_ptr<runtime::Executable> exe[2] = {runtime::Executable::load(dir_a, lo), runtime::Executable::load(dir_b, lo)};
+  const std::vector<Tensor> inputs = bench_inputs(*exe[0]);
+  KORCH_CHECK(exe[1]->input_types() == exe[0]->input_types(), "{} and {} take different inputs", dir_a, dir_b);
+  double per_run = 0;  // both, one run each, after the first (eager) run
+  for (auto& e : exe) {
+    e->run(inputs);
+    const auto t0 = Clock::now();
+    e->run(inputs);
+    per_run += since(t0);
+  }
+  rounds = std::max(rounds, 1);
+  const int runs = std::clamp(static_cast<int>(seconds / rounds / std::max(per_run, 1e-9)), 2, 200);
+  std::vector<double> times[2];
+  for (int round = 0; round < rounds; ++round)
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < runs; ++i) {
+        const auto t0 = Clock::now();
+        exe[k]->run(inputs);
+        times[k].push_back(since(t0));
+      }
+  const Measurement a = summarize_samples(times[0]), b = summarize_samples(times[1]);
+  return {a.median, b.median, a.spread, b.spread, runs * rounds};
+}
 
 InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads, double max_spread,
                         int max_retakes) {
   runtime::LoadOptions lo;
   lo.cpu_threads = cpu_threads;
   auto exe = runtime::Executable::load(artifact_dir, lo);
-  std::mt19937_64 rng(0);  // the inputs korch bench uses
-  std::vector<Tensor> inputs;
-  for (const TensorType& t : exe->input_types()) inputs.push_back(random_tensor(t, rng));
-  using Clock = std::chrono::steady_clock;
-  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const std::vector<Tensor> inputs = bench_inputs(*exe);
   const auto w0 = Clock::now();
   int warm = 0;
   do {

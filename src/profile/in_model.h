@@ -52,6 +52,19 @@ struct InModelRun {
 InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads, double max_spread = 0.15,
                         int max_retakes = 1);
 
+// Two artifacts of one model timed as `korch bench` times them: whole runs (no per-kernel clock
+// reads) in `rounds` alternating rounds after warm-up, each round about `seconds` / rounds of runs
+// of both (at least 2 of each), medians and spreads over every timed run of each. Their ratio
+// comes from one machine state: this VM's slow phases (minutes long, about 1.35x) move both alike,
+// which a time stored by an earlier compile cannot follow.
+struct SideBySide {
+  double a = 0, b = 0;                // medians, seconds
+  double spread_a = 0, spread_b = 0;  // (p90 - p10) / median
+  int runs = 0;                       // timed runs of each
+};
+SideBySide run_side_by_side(const std::string& dir_a, const std::string& dir_b, int cpu_threads, int rounds = 3,
+                            double seconds = 1.0);
+
 class InModelCosts : public CostProvider {
  public:
   // `model_key`: identifies the model (content_hash of its primitive graph's text).
@@ -69,8 +82,8 @@ class InModelCosts : public CostProvider {
   // Records c's in-model time (and stores it). `note` says where it was taken.
   void record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note);
   bool has(const Graph& g, const KernelCandidate& c) const { return by_instance_.count(instance(g, c)) != 0; }
-  // A whole plan's in-model time ("unfused": the one-kernel-per-primitive baseline), stored per
-  // model like the kernels' (none with redo).
+  // A whole plan's in-model time ("best": the fastest plan measured), stored per model like the
+  // kernels' (none with redo).
   // `note` keeps what the record needs besides the time (the "best" plan's kernel instances).
   std::optional<TuningRecord> whole(const std::string& what) const;
   void record_whole(const std::string& what, double seconds, const std::string& note = "");

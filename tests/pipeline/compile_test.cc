@@ -334,6 +334,7 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   EXPECT_GE(r.loop.kept, 1);
   EXPECT_GT(r.loop.measured, 0);
   EXPECT_GT(r.loop.unfused_measured, 0);
+  EXPECT_GT(r.loop.plan_beside_unfused, 0);
   EXPECT_DOUBLE_EQ(r.orchestration.unfused_seconds, r.loop.unfused_measured);
   double sum = 0;
   for (const PlannedKernel& k : r.orchestration.plan.kernels) {
@@ -353,9 +354,10 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   fs::remove(o.measured.db_path);
 }
 
-// A time kept in the database for later compiles (a kernel's in-model time, the unfused baseline,
-// the best plan) is never one from a noisy run: with every run counted noisy, none is stored, and
-// the loop does not solve again on them.
+// A time kept in the database for later compiles (a kernel's in-model time, the best plan) is
+// never one from a noisy run: with every run counted noisy, none is stored, and the loop does not
+// solve again on them. The unfused baseline is never stored: every compile times it beside its
+// plan.
 TEST_F(CompileModel, NoisyInModelRunsAreNotStoredAsWholePlanTimes) {
   const Graph g = two_matmuls();  // runs of milliseconds: their spread is more than jitter
   CompileOptions o;
@@ -368,15 +370,35 @@ TEST_F(CompileModel, NoisyInModelRunsAreNotStoredAsWholePlanTimes) {
   ASSERT_TRUE(r.loop.ran);
   EXPECT_TRUE(r.loop.unfused_noisy);
   for (const auto& round : r.loop.rounds) EXPECT_TRUE(round.noisy);
-  // Had the first compile stored its unfused time, the next would reuse it to the last bit.
   o.loop_max_spread = 1e9;
   CompileResult again = compile_model(g, dir_.string(), o);
-  EXPECT_EQ(again.loop.loaded, 0);  // no kernel's in-model time either
+  EXPECT_EQ(again.loop.loaded, 0);  // no kernel's in-model time was stored
   EXPECT_FALSE(again.loop.unfused_noisy);
-  EXPECT_NE(again.loop.unfused_measured, r.loop.unfused_measured);
   CompileResult third = compile_model(g, dir_.string(), o);
-  EXPECT_EQ(third.loop.unfused_measured, again.loop.unfused_measured);  // a quiet one is kept
+  EXPECT_GT(third.loop.loaded, 0);  // a quiet run's are
+  // Timed again in each compile (a stored time would come back to the last bit).
+  EXPECT_NE(third.loop.unfused_measured, again.loop.unfused_measured);
+  EXPECT_NE(third.loop.plan_beside_unfused, again.loop.plan_beside_unfused);
   fs::remove(o.measured.db_path);
+}
+
+// Two artifacts timed side by side: alternating rounds of whole runs, as korch bench times them.
+// The unfused plan of two MatMuls does the same work in one kernel more, so their times lie within
+// a few times of each other (a generous band: the test runs beside others).
+TEST_F(CompileModel, SideBySideRunsTimeBothArtifacts) {
+  compile_model(two_matmuls(), dir_.string(), analytic("cpu"));
+  const fs::path unfused = dir_.string() + "-unfused";
+  CompileOptions u = analytic("cpu");
+  u.unfused = true;
+  compile_model(two_matmuls(), unfused.string(), u);
+  const SideBySide s = run_side_by_side(dir_.string(), unfused.string(), 1, 2, 0.2);
+  EXPECT_GE(s.runs, 4);  // at least 2 a round
+  EXPECT_GT(s.a, 0);
+  EXPECT_GT(s.b, 0);
+  EXPECT_GE(s.spread_a, 0);
+  EXPECT_LT(s.a, 3 * s.b);
+  EXPECT_LT(s.b, 3 * s.a);
+  fs::remove_all(unfused);
 }
 
 // Every record of a tuning database, as one text (key, time and creation time of each).
@@ -398,8 +420,7 @@ std::string all_records(const std::string& path) {
 }
 
 // A run whose kernels all moved against their stored in-model times (the machine's state, not the
-// plan) is taken again, and then, still drifting, stores nothing and is not solved again on; the
-// stored unfused time is carried to the run's state by the same drift.
+// plan) is taken again, and then, still drifting, stores nothing and is not solved again on.
 // Twelve MatMuls: a plan of at least 8 kernels, so the drift has enough kernels to go by.
 TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   std::string text = "graph t (opset 17) {\n  input x: f32[96,96]\n  input w: f32[96,96]\n";
@@ -418,7 +439,6 @@ TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   ASSERT_TRUE(first.loop.ran);
   EXPECT_EQ(first.loop.rounds.front().drift, 1);  // nothing stored to compare with yet
   EXPECT_FALSE(first.loop.rounds.front().drifted);
-  EXPECT_EQ(first.loop.unfused_drift, 1);           // the unfused plan ran in this compile
   ASSERT_GE(first.orchestration.plan.kernels.size(), 8u);
   const std::string stored = all_records(o.measured.db_path);
   ASSERT_NE(stored, "");
@@ -429,10 +449,6 @@ TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   ASSERT_EQ(again.loop.rounds.size(), 1u);  // not solved again
   EXPECT_NE(again.loop.rounds.front().drift, 1);
   EXPECT_TRUE(again.loop.rounds.front().drifted);
-  // The unfused time stored by the first compile stands beside this run scaled by its drift.
-  EXPECT_EQ(again.loop.unfused_measured, first.loop.unfused_measured);
-  EXPECT_EQ(again.loop.unfused_drift, again.loop.rounds.front().drift);
-  EXPECT_DOUBLE_EQ(again.orchestration.unfused_seconds, again.loop.unfused_measured * again.loop.unfused_drift);
   EXPECT_EQ(all_records(o.measured.db_path), stored);  // nothing stored, nothing replaced
   expect_runs_like_the_reference(g, false);
 
