@@ -47,7 +47,8 @@ Alternative make_alternative(const Graph& g, const AlternativeFamily& fam, NodeI
 std::vector<Alternative> find_alternatives(const Graph& g) {
   std::vector<Alternative> out;
   UseInfo uses(g);
-  const std::vector<AlternativeFamily>& fams = attention_alternative_families();
+  std::vector<AlternativeFamily> fams = attention_alternative_families();
+  for (const AlternativeFamily& f : sparse_matmul_alternative_families()) fams.push_back(f);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.outputs.empty() || n.outputs[0] == kNoValue) continue;

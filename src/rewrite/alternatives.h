@@ -20,7 +20,7 @@
 // caller. After rewriting it removes dead code (the replaced nodes, and any other dead code) and
 // keeps the graph's function, input/output names and types, and invariants (verify_graph).
 //
-// Families (attention_rewrites.cc; rule names in quotes):
+// Families (rule names in quotes); attention_rewrites.cc:
 //   "reduce_sum_as_matmul"      ReduceSum over the last (or second-to-last) axis, keepdims ->
 //                               MatMul with a ones[K,1] (ones[1,K]) operand
 //   "scale_after_matmul"        a scalar / per-row (left operand) / per-column (right operand)
@@ -31,6 +31,10 @@
 //                               with the transposes as its subscripts
 //   "transpose_of_matmul"       Transpose(MatMul(a, b)) swapping the last two axes ->
 //                               MatMul(Transpose(b), Transpose(a))
+// sparse_matmul.cc:
+//   "sparse_matmul_as_gathers"  MatMul with a constant operand of at most 4 nonzeros per output
+//                               position (a linear or cubic Resize axis) -> that many Gathers of
+//                               the other operand, scaled and added
 #pragma once
 
 #include <functional>
@@ -71,5 +75,7 @@ struct AlternativeFamily {
 
 // attention_rewrites.cc
 const std::vector<AlternativeFamily>& attention_alternative_families();
+// sparse_matmul.cc
+const std::vector<AlternativeFamily>& sparse_matmul_alternative_families();
 
 }  // namespace korch

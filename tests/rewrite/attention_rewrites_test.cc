@@ -10,44 +10,6 @@ namespace {
 using namespace korch::testing;
 using Ops = std::vector<std::string>;
 
-std::vector<Alternative> of_rule(const Graph& g, const std::string& rule) {
-  std::vector<Alternative> out;
-  for (Alternative& a : find_alternatives(g))
-    if (a.rule == rule) out.push_back(std::move(a));
-  return out;
-}
-
-// Applies `a` to a copy of `g` and checks the copy verifies, keeps the interface, and computes the
-// same outputs on random inputs (floats scaled by `scale`) within `tol` relative L2, with no
-// inf/nan introduced. Returns the rewritten graph.
-Graph apply_checked(const Graph& g, const Alternative& a, double tol = 1e-5, float scale = 1.f, uint64_t seed = 3) {
-  Graph r = g;
-  a.apply(r);
-  EXPECT_NO_THROW(verify_graph(r, true));
-  EXPECT_EQ(r.inputs.size(), g.inputs.size());
-  EXPECT_EQ(r.outputs.size(), g.outputs.size());
-  for (size_t i = 0; i < g.outputs.size() && i < r.outputs.size(); ++i) {
-    EXPECT_EQ(r.value(r.outputs[i]).name, g.value(g.outputs[i]).name);
-    EXPECT_EQ(r.type(r.outputs[i]), g.type(g.outputs[i]));
-  }
-  std::vector<Tensor> inputs = random_inputs(g, seed);
-  for (Tensor& t : inputs)
-    if (t.dtype() == DType::kFloat32)
-      for (float& v : t.span<float>()) v *= scale;
-  std::vector<Tensor> want = interpret(g, inputs), got = interpret(r, inputs);
-  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
-    EXPECT_EQ(got[i].type(), want[i].type());
-    if (got[i].type() != want[i].type()) continue;
-    for (int64_t k = 0; k < got[i].numel(); ++k)
-      if (!std::isfinite(got[i].get_as_double(k))) {
-        ADD_FAILURE() << "output " << i << " has inf/nan";
-        break;
-      }
-    EXPECT_LE(rel_l2(got[i], want[i]), tol) << "output " << i;
-  }
-  return r;
-}
-
 // The single alternative of `rule` in `g`, applied and checked.
 Graph apply_only(const Graph& g, const std::string& rule, double tol = 1e-5, float scale = 1.f) {
   std::vector<Alternative> alts = of_rule(g, rule);

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "../fission/fission_test_util.h"
+#include "rewrite/alternatives.h"
 #include "rewrite/rewrite.h"
 
 namespace korch::testing {
@@ -64,14 +67,8 @@ inline Attributes attrs_perm(std::vector<int64_t> perm) {
   return a;
 }
 
-// Runs `pass` on a copy of `g`; checks it changed (or not, per `expect_change`), that the result
-// verifies with the same input/output names and types, and that it computes the same outputs on
-// random inputs within `tol` relative L2 (0: bit-exact). Returns the rewritten graph (dead code removed).
-inline Graph expect_rewrite_equivalent(const Graph& g, const RewritePassFn& pass, bool expect_change = true,
-                                       double tol = 0, uint64_t seed = 1) {
-  Graph r = g;
-  EXPECT_EQ(pass(r), expect_change);
-  r.remove_dead_code();
+// `r`, a rewrite of `g`, verifies and has g's inputs and outputs (names and types).
+inline void expect_same_interface(const Graph& g, const Graph& r) {
   EXPECT_NO_THROW(verify_graph(r, true));
   EXPECT_EQ(r.inputs.size(), g.inputs.size());
   EXPECT_EQ(r.outputs.size(), g.outputs.size());
@@ -83,6 +80,17 @@ inline Graph expect_rewrite_equivalent(const Graph& g, const RewritePassFn& pass
     EXPECT_EQ(r.value(r.outputs[i]).name, g.value(g.outputs[i]).name);
     EXPECT_EQ(r.type(r.outputs[i]), g.type(g.outputs[i]));
   }
+}
+
+// Runs `pass` on a copy of `g`; checks it changed (or not, per `expect_change`), that the result
+// verifies with the same input/output names and types, and that it computes the same outputs on
+// random inputs within `tol` relative L2 (0: bit-exact). Returns the rewritten graph (dead code removed).
+inline Graph expect_rewrite_equivalent(const Graph& g, const RewritePassFn& pass, bool expect_change = true,
+                                       double tol = 0, uint64_t seed = 1) {
+  Graph r = g;
+  EXPECT_EQ(pass(r), expect_change);
+  r.remove_dead_code();
+  expect_same_interface(g, r);
   std::vector<Tensor> inputs = random_inputs(g, seed);
   std::vector<Tensor> want = interpret(g, inputs);
   std::vector<Tensor> got = interpret(r, inputs);
@@ -110,6 +118,40 @@ inline std::vector<std::string> op_list(const Graph& g) {
   std::vector<std::string> ops;
   for (const Node& n : g.nodes) ops.push_back(n.op_type);
   return ops;
+}
+
+// The alternatives of `rule` find_alternatives offers in `g`.
+inline std::vector<Alternative> of_rule(const Graph& g, const std::string& rule) {
+  std::vector<Alternative> out;
+  for (Alternative& a : find_alternatives(g))
+    if (a.rule == rule) out.push_back(std::move(a));
+  return out;
+}
+
+// Applies `a` to a copy of `g` and checks the copy verifies, keeps the interface, and computes the
+// same outputs on random inputs (floats scaled by `scale`) within `tol` relative L2, with no
+// inf/nan introduced. Returns the rewritten graph.
+inline Graph apply_checked(const Graph& g, const Alternative& a, double tol = 1e-5, float scale = 1.f,
+                           uint64_t seed = 3) {
+  Graph r = g;
+  a.apply(r);
+  expect_same_interface(g, r);
+  std::vector<Tensor> inputs = random_inputs(g, seed);
+  for (Tensor& t : inputs)
+    if (t.dtype() == DType::kFloat32)
+      for (float& v : t.span<float>()) v *= scale;
+  std::vector<Tensor> want = interpret(g, inputs), got = interpret(r, inputs);
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    EXPECT_EQ(got[i].type(), want[i].type());
+    if (got[i].type() != want[i].type()) continue;
+    for (int64_t k = 0; k < got[i].numel(); ++k)
+      if (!std::isfinite(got[i].get_as_double(k))) {
+        ADD_FAILURE() << "output " << i << " has inf/nan";
+        break;
+      }
+    EXPECT_LE(rel_l2(got[i], want[i]), tol) << "output " << i;
+  }
+  return r;
 }
 
 }  // namespace korch::testing
