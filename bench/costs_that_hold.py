@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -47,10 +48,18 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--korch", default=str(ROOT / "build/korch"))
     ap.add_argument("--out", default=str(ROOT / "bench/results/costs_that_hold.md"))
+    ap.add_argument("--warm-db", help="start from a copy of this tuning database instead of an empty one (the "
+                    "'cold' column is then not cold: say so where the table is kept)")
     a = ap.parse_args()
     models = a.models.split(",") if a.models else DEFAULT
     work = Path(tempfile.mkdtemp(prefix="korch-costs-"))
     env = dict(os.environ, KORCH_PROGRESS="0", KORCH_CACHE_DIR=str(work / "cache"))
+    if a.warm_db:
+        (work / "cache").mkdir(parents=True)
+        shutil.copyfile(a.warm_db, work / "cache" / "tuning.db")
+        kernels = Path(a.warm_db).parent / "kernels"  # its compiled kernels too, when beside it
+        if kernels.is_dir():
+            (work / "cache" / "kernels").symlink_to(kernels.resolve())
     k = a.korch
     rows = []
     for name in models:
@@ -106,7 +115,8 @@ def main():
     for r in rows:
         lines.append(f"| {r['name']} | {r['unf_iso']:.3f} | {r['unf_pred']:.3f} | {r['unf_meas']:.3f} | "
                      f"{r['gain_pred']:.2f}x | {r['gain_meas']:.2f}x |")
-    lines += ["", "Compile time, s: cold = `--isolated-costs` on the fresh database (everything measured); the "
+    first = "a copy of " + a.warm_db + " (not cold)" if a.warm_db else "the fresh database (everything measured)"
+    lines += ["", f"Compile time, s: cold = `--isolated-costs` on {first}; the "
               "closed loop adds the next compile's time (measurements reused, plan run in the model); warm = the "
               "same compile again.", "", "| model | cold (isolated) | closed loop, first | warm |", "|---|---|---|---|"]
     for r in rows:
