@@ -83,8 +83,8 @@ def main():
                      "--rounds", 1, "--json", jf], env)
                 ms[tag].append(json.loads(jf.read_text())["korch"]["median_ms"])
         jf = work / f"{name}.unfused.json"
-        run([k, "bench", "--artifact", ctx, "--peers", "none", "--threads", a.threads, "--runs", a.runs, "--rounds", 1,
-             "--json", jf], env)
+        run([k, "bench", "--artifact", ctx, "--peers", "none", "--threads", a.threads, "--runs", a.runs, "--rounds",
+             a.rounds, "--json", jf], env)  # alternating rounds: one round fell into one phase of the machine
         ub = json.loads(jf.read_text())
         mi, mc = json.loads((iso / "manifest.json").read_text()), json.loads((ctx / "manifest.json").read_text())
         row = dict(name=name, iso_pred=mi["plan_seconds"] * 1e3, iso_meas=median(ms["iso"]),
