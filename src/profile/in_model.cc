@@ -33,7 +33,8 @@ SideBySide run_side_by_side(const std::string& dir_a, const std::string& dir_b, 
                             double seconds) {
   runtime::LoadOptions lo;
   lo.cpu_threads = cpu_threads;
-  std::unique_ptr<runtime::Executable> exe[2] = {runtime::Executable::load(dir_a, lo), runtime::Executable::load(dir_b, lo)};
+  std::unique_ptr<runtime::Executable> exe[2] = {runtime::Executable::load(dir_a, lo),
+                                                 runtime::Executable::load(dir_b, lo)};
   const std::vector<Tensor> inputs = bench_inputs(*exe[0]);
   KORCH_CHECK(exe[1]->input_types() == exe[0]->input_types(), "{} and {} take different inputs", dir_a, dir_b);
   double per_run = 0;  // both, one run each, after the first (eager) run

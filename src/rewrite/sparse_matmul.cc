@@ -15,6 +15,8 @@
 //      (as the GEMM, it multiplies that entry by 0); E(w) broadcasts the [N] weights to y's shape
 //   y = MatMul(A[N, K], x[.., K, M])   (the left form: the row i of A has the nonzeros)
 //   -> Gather along axis -2 of x, weights [N, 1] broadcast the same way
+//   Two taps whose weights add up to 1 everywhere (linear interpolation; clamped edges too):
+//   -> y = g_1 + (g_0 - g_1) * E(w_0)   (one Expand fewer: 6 primitives instead of 7)
 //
 // Matched: A or W a float32/float64 constant of rank 2, the other operand not constant and of the
 // same dtype (rank >= 1 on the right form's left, >= 2 on the left form's right), at most
@@ -24,6 +26,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "rewrite/alternatives.h"
 #include "support/error.h"
@@ -69,6 +72,18 @@ std::optional<Taps> taps_of(const Tensor& w, bool rows_are_outputs) {
   return t;
 }
 
+// Two taps whose weights add up to 1 at every output position (a linear interpolation), up to the
+// rounding of the constant's type (`eps`: a few ulps): then y = g1 + (g0 - g1) * w0, one
+// broadcast weight instead of two (one primitive fewer, so the loop kernel has room for what
+// fuses around it: segformer_b0's branch sums). It uses 1 - w0 for w1, a difference of that
+// rounding, as the sum of products in another order would make.
+bool is_lerp(const Taps& t, double eps) {
+  if (t.rows.size() != 2) return false;
+  for (size_t j = 0; j < t.weights[0].size(); ++j)
+    if (std::abs(t.weights[0][j] + t.weights[1][j] - 1.0) > eps) return false;
+  return true;
+}
+
 std::optional<AltMatch> match_sparse_matmul(const Graph& g, const UseInfo&, NodeId id) {
   const Node& n = g.nodes[static_cast<size_t>(id)];
   if (!n.domain.empty() || n.op_type != "MatMul" || n.inputs.size() != 2 || n.outputs.size() != 1) return std::nullopt;
@@ -87,31 +102,42 @@ std::optional<AltMatch> match_sparse_matmul(const Graph& g, const UseInfo&, Node
   std::optional<Taps> taps = taps_of(w, !right_form);
   if (!taps || static_cast<int64_t>(taps->rows.size()) >= k) return std::nullopt;
   const int64_t axis = xt.rank() - (right_form ? 1 : 2);
+  const bool lerp = is_lerp(*taps, xt.dtype == DType::kFloat32 ? 4.0 * 0x1p-24 : 4.0 * 0x1p-53);
   AltMatch m;
   m.nodes = {id};
-  m.description = fmt::format("MatMul({}{}, {} taps of {} in a {}) -> {} Gathers along axis {}, scaled and added",
+  m.description = fmt::format("MatMul({}{}, {} taps of {} in a {}) -> {} Gathers along axis {}, {}",
                               right_form ? type_str(xt) : fmt::format("[{},{}]", outs, k),
                               right_form ? fmt::format(", [{},{}]", k, outs) : ", " + type_str(xt), taps->rows.size(),
-                              k, right_form ? "column" : "row", taps->rows.size(), axis);
+                              k, right_form ? "column" : "row", taps->rows.size(), axis,
+                              lerp ? "interpolated" : "scaled and added");
   const Shape weight_shape = right_form ? Shape{outs} : Shape{outs, 1};
-  m.rewrite = [x, y, axis, weight_shape, yt, t = std::move(*taps)](Graph& h) {
+  m.rewrite = [x, y, axis, weight_shape, yt, lerp, t = std::move(*taps)](Graph& h) {
     Rewriter rw(h);
-    ValueId sum = kNoValue;
-    for (size_t s = 0; s < t.rows.size(); ++s) {
+    auto gather = [&](size_t s) {
       const ValueId idx = rw.add_constant(
           "sparse_matmul/rows", Tensor::from_vector<int64_t>(t.rows[s], {static_cast<int64_t>(t.rows[s].size())}));
       Attributes a;
       a.set("axis", axis);
-      const ValueId gathered = rw.append_node("Gather", {x, idx}, a)[0];
+      return rw.append_node("Gather", {x, idx}, a)[0];
+    };
+    auto weights = [&](size_t s) {  // tap s's weights broadcast to y's shape
       Tensor wt(yt.dtype, weight_shape);
       dispatch_dtype<float, double>(yt.dtype, "sparse_matmul_as_gathers", [&](auto tag) {
         using T = decltype(tag);
         T* d = wt.data<T>();
         for (size_t j = 0; j < t.weights[s].size(); ++j) d[j] = static_cast<T>(t.weights[s][j]);
       });
-      const ValueId wv = rw.add_constant("sparse_matmul/weights", std::move(wt));
-      const ValueId scale = rw.append_node("Expand", {wv, rw.int_list(yt.shape)})[0];
-      const ValueId term = rw.append_node("Mul", {gathered, scale})[0];
+      const ValueId w = rw.add_constant("sparse_matmul/weights", std::move(wt));
+      return rw.append_node("Expand", {w, rw.int_list(yt.shape)})[0];
+    };
+    ValueId sum = kNoValue;
+    if (lerp) {  // g1 + (g0 - g1) * w0
+      const ValueId g0 = gather(0), g1 = gather(1);
+      const ValueId d = rw.append_node("Sub", {g0, g1})[0];
+      sum = rw.append_node("Add", {g1, rw.append_node("Mul", {d, weights(0)})[0]})[0];
+    }
+    for (size_t s = 0; !lerp && s < t.rows.size(); ++s) {
+      const ValueId term = rw.append_node("Mul", {gather(s), weights(s)})[0];
       sum = sum == kNoValue ? term : rw.append_node("Add", {sum, term})[0];
     }
     KORCH_CHECK(rw.replace(y, sum), "sparse_matmul_as_gathers: cannot replace {}", type_str(yt));

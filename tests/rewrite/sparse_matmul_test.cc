@@ -31,7 +31,11 @@ TEST(SparseMatmulAsGathers, BilinearUpsamplingOfBothAxes) {
     const Graph r = apply_checked(g, a);
     EXPECT_EQ(count_ops(r, "MatMul"), 1);
     EXPECT_EQ(count_ops(r, "Gather"), 2) << a.description;  // two taps of a linear interpolation
+    // whose weights add up to 1: g1 + (g0 - g1) * w0, one broadcast weight
+    EXPECT_EQ(count_ops(r, "Expand") - count_ops(g, "Expand"), 1) << a.description;
+    EXPECT_EQ(count_ops(r, "Sub") - count_ops(g, "Sub"), 1) << a.description;
     EXPECT_NE(a.description.find("2 taps"), std::string::npos) << a.description;
+    EXPECT_NE(a.description.find("interpolated"), std::string::npos) << a.description;
   }
   // Both applied: no MatMul left, the same function.
   Graph both = g;
@@ -48,6 +52,7 @@ TEST(SparseMatmulAsGathers, CubicTakesFourTaps) {
   ASSERT_EQ(alts.size(), 1u);
   const Graph r = apply_checked(g, alts[0]);
   EXPECT_EQ(count_ops(r, "Gather"), 4);
+  EXPECT_EQ(count_ops(r, "Expand") - count_ops(g, "Expand"), 4);  // a weight per tap
 }
 
 // A column with fewer nonzeros than the others gathers its last row again with weight 0; an all-
@@ -64,6 +69,7 @@ TEST(SparseMatmulAsGathers, ColumnsWithFewerTapsAndEmptyColumns) {
   ASSERT_EQ(alts.size(), 1u);
   const Graph r = apply_checked(b.g, alts[0], 1e-6);
   EXPECT_EQ(count_ops(r, "Gather"), 3);
+  EXPECT_EQ(count_ops(r, "Expand"), 3);  // weights that do not add up to 1: scaled and added
 }
 
 TEST(SparseMatmulAsGathers, DenseOrVariableOperandsAreNotOffered) {
