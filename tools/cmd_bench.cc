@@ -565,7 +565,12 @@ Command add_bench(CLI::App& app) {
           j[peer.name] = {{"error", peer.note}};
       }
       if (faster) j["faster_peer"] = faster->name;
-      if (unfused) j["korch_unfused"] = {{"median_ms", tu.median()}, {"p10_ms", tu.quantile(0.1)}, {"p90_ms", tu.quantile(0.9)}, {"agreement", agreement}};
+      if (unfused)
+        j["korch_unfused"] = {{"median_ms", tu.median()},
+                              {"p10_ms", tu.quantile(0.1)},
+                              {"p90_ms", tu.quantile(0.9)},
+                              {"agreement", agreement},
+                              {"cost_model", unfused->manifest().value("cost_model", std::string())}};
       if (!per_kernel.empty()) {
         j["kernels"] = per_kernel;
         j["kernel_clock_read_ms"] = clock_read_s * 1e3;

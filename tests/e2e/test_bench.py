@@ -2,22 +2,25 @@
 
 Times nothing that matters (a tiny model, few runs): checks that every system ran, that the JSON
 names the faster peer, and that a peer asked for with --peers that cannot run fails the bench
-(with its reason, in the JSON too) while a default peer that cannot run is only reported.
+(with its reason, in the JSON too) while a default peer that cannot run is only reported, and
+that the unfused plan is built with the artifact's cost source.
 """
 import json
 import os
 import subprocess
+
+import pytest
 
 import compare_with_ort
 
 KORCH = str(compare_with_ort.default_korch())
 
 
-def bench(tmp_path, *args, env=None, ok=True):
+def bench(tmp_path, *args, env=None, ok=True, cost="analytic"):
     js = tmp_path / "bench.json"
     env = dict(env or os.environ, KORCH_CACHE_DIR=str(tmp_path / "cache"), KORCH_PROGRESS="0")
     r = subprocess.run([KORCH, "bench", "builtin:tiny_convnet", "--runs", "3", "--rounds", "2", "--warmup", "1",
-                        "--cost", "analytic", "--json", str(js), *args], capture_output=True, text=True, env=env,
+                        "--cost", cost, "--json", str(js), *args], capture_output=True, text=True, env=env,
                        timeout=600)
     assert (r.returncode == 0) == ok, r.stdout + r.stderr
     return r.stdout + r.stderr, json.loads(js.read_text())
@@ -33,6 +36,18 @@ def test_bench_peers(tmp_path):
     assert "the faster peer" in out and "korch speedup" in out
     # Two rounds of three runs each: every timed run counted once per system.
     assert "2 rounds x 3 runs" in out
+    assert j["korch_unfused"]["cost_model"].startswith("analytic"), j["korch_unfused"]  # as the artifact's
+
+
+@pytest.mark.timing  # measured costs: run serially (tests/CMakeLists.txt)
+def test_bench_unfused_plan_takes_the_artifacts_measured_variants(tmp_path):
+    # With measured costs the unfused plan's kernels are the variants the tuning database measured
+    # fastest (Winograd, layout formats), as compile's own unfused baseline: with analytic costs
+    # candy's unfused plan ran without its Winograd convolutions, 2x slower than compile's, and bench
+    # printed a 2.35x fusion gain where compile printed 1.21x.
+    out, j = bench(tmp_path, "--peers", "none", cost="measured")
+    assert j["korch_unfused"]["cost_model"].startswith("measured"), j["korch_unfused"]
+    assert j["korch_unfused"]["median_ms"] > 0 and j["korch_unfused"]["agreement"] < 1e-4, out
 
 
 def test_bench_without_peers_and_with_a_missing_one(tmp_path):
