@@ -51,15 +51,14 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
     k.reason = why;
     return k;
   }
-  if (c.nodes.size() == 1 && !runtime::in_place_inputs(g.nodes[static_cast<size_t>(c.nodes[0])]).empty()) {
-    const auto in_place = runtime::in_place_nodes(g);
-    if (auto it = in_place.find(c.nodes[0]); it != in_place.end()) {
+  if (c.nodes.size() == 1) {
+    if (const auto offsets = runtime::in_place_offsets(g, c.nodes[0])) {
       const std::vector<ValueId> held = runtime::in_place_inputs(g.nodes[static_cast<size_t>(c.nodes[0])]);
       for (ValueId v : arg_inputs) {
         const auto at = std::find(held.begin(), held.end(), v);
         KORCH_CHECK(at != held.end(), "in-place node {} has argument {} it does not hold",
                     g.nodes[static_cast<size_t>(c.nodes[0])].name, g.value(v).name);
-        k.in_place.push_back(it->second[static_cast<size_t>(at - held.begin())]);
+        k.in_place.push_back((*offsets)[static_cast<size_t>(at - held.begin())]);
       }
       return k;
     }

@@ -5,8 +5,7 @@
 namespace korch {
 
 bool written_in_place(const Graph& g, const KernelCandidate& c) {
-  return c.nodes.size() == 1 && !runtime::in_place_inputs(g.nodes[static_cast<size_t>(c.nodes[0])]).empty() &&
-         runtime::in_place_nodes(g).count(c.nodes[0]);
+  return c.nodes.size() == 1 && runtime::in_place_offsets(g, c.nodes[0]).has_value();
 }
 
 CostTable fill_cost_table(const Graph& g, const std::vector<KernelCandidate>& candidates,

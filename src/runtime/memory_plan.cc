@@ -105,6 +105,14 @@ std::map<NodeId, std::vector<int64_t>> in_place_nodes(const Graph& g) {
   return out;
 }
 
+std::optional<std::vector<int64_t>> in_place_offsets(const Graph& g, NodeId id) {
+  if (in_place_inputs(g.nodes[static_cast<size_t>(id)]).empty()) return std::nullopt;
+  std::map<NodeId, std::vector<int64_t>> all = in_place_nodes(g);
+  auto it = all.find(id);
+  if (it == all.end()) return std::nullopt;
+  return std::move(it->second);
+}
+
 namespace {
 
 // The nodes written in place among `steps` (a step that is one such node alone: it writes the

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -80,6 +81,9 @@ std::map<NodeId, std::vector<int64_t>> in_place_nodes(const Graph& g);
 // The inputs such a node would hold: a Concat's inputs, a view's first (kNoValue skipped); empty
 // for any other node.
 std::vector<ValueId> in_place_inputs(const Node& n);
+// Node `id`'s entry of in_place_nodes(g), or nullopt when it is not written in place (without
+// looking at the rest of the graph when it is neither a Concat nor a view).
+std::optional<std::vector<int64_t>> in_place_offsets(const Graph& g, NodeId id);
 
 // The unfused baseline's steps: one per node in graph order, every node output materialised.
 std::vector<StepIo> unfused_steps(const Graph& g);

@@ -154,6 +154,10 @@ TEST(InPlaceStep, OffsetsOfConcatsLaidOutAsTheirInputs) {
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c.at(node_named(g, "y")), (std::vector<int64_t>{0, 1024}));
   EXPECT_EQ(c.at(node_named(g, "o")), (std::vector<int64_t>{0, 2048}));
+  // One node's entry, as the orchestrator and codegen ask for it.
+  EXPECT_EQ(in_place_offsets(g, node_named(g, "y")), c.at(node_named(g, "y")));
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    EXPECT_EQ(in_place_offsets(g, static_cast<NodeId>(i)).has_value(), c.count(static_cast<NodeId>(i)) != 0) << i;
 }
 
 TEST(InPlaceStep, OnlyWhereEveryInputCanLieInTheOutput) {
