@@ -33,6 +33,8 @@ class KernelProbe {
   // Runs the kernel once and compares every output with the reference within `tolerance`
   // (relative L2, ir/tensor_compare.h). "" when all agree, else which output and how it differs.
   std::string check(double tolerance);
+  // The outputs of the last check().
+  const std::vector<Tensor>& outputs() const { return host_out_; }
   // Runs the kernel once (for timing; the caller's timer synchronises).
   void run();
 

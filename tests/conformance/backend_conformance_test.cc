@@ -10,10 +10,10 @@
 // emit must say why, and only epilogue refusals are allowed (a linear step's library refusing it
 // whole; an epilogue the library lacks, such as an erf GELU after cuBLASLt, whose GELU is the tanh
 // form, runs as generated code after the call); every emitted kernel must match the reference.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -24,6 +24,7 @@
 #include "loop_cases.h"
 #include "pipeline/pipeline.h"
 #include "profile/kernel_check.h"
+#include "runtime/cpu/cpu_device.h"
 
 namespace korch::testing {
 namespace {
@@ -116,9 +117,10 @@ struct RnnCase {
 
 std::vector<RnnCase> rnn_cases() {
   std::vector<RnnCase> cs;
-  const int64_t T = 5, N = 3, I = 8, H = 16;
+  const int64_t T = 5, I = 8;
   struct Spec {
     std::string name, op, direction = "forward";
+    int64_t batch = 3, hidden = 16, seq = 5;
     bool bias = true, h0 = false, c0 = false, peephole = false;
     size_t outputs = 3;  // Y, Y_h, Y_c as far as the op has them
     int64_t layout = 0, lbr = 0, seq_lens = -1;
@@ -128,21 +130,61 @@ std::vector<RnnCase> rnn_cases() {
   std::vector<Spec> specs = {
       {.name = "LSTM", .op = "LSTM"},
       {.name = "LSTMReverseInitialStates", .op = "LSTM", .direction = "reverse", .h0 = true, .c0 = true},
-      {.name = "LSTMBidirectionalPeephole", .op = "LSTM", .direction = "bidirectional", .h0 = true, .c0 = true, .peephole = true},
+      {.name = "LSTMBidirectionalPeephole",
+       .op = "LSTM",
+       .direction = "bidirectional",
+       .h0 = true,
+       .c0 = true,
+       .peephole = true},
       {.name = "LSTMNoBiasOnlyY", .op = "LSTM", .bias = false, .outputs = 1},
-      {.name = "LSTMLayout1Bidirectional", .op = "LSTM", .direction = "bidirectional", .h0 = true, .c0 = true, .layout = 1},
+      {.name = "LSTMLayout1Bidirectional",
+       .op = "LSTM",
+       .direction = "bidirectional",
+       .h0 = true,
+       .c0 = true,
+       .layout = 1},
       {.name = "LSTMFullSequenceLens", .op = "LSTM", .seq_lens = T},
       {.name = "LSTMInitialHOnlyFinalHOnly", .op = "LSTM", .direction = "bidirectional", .h0 = true, .outputs = 2},
       {.name = "GRU", .op = "GRU", .h0 = true},
       {.name = "GRULinearBeforeResetBidirectional", .op = "GRU", .direction = "bidirectional", .h0 = true, .lbr = 1},
       {.name = "RNNTanh", .op = "RNN", .h0 = true},
-      {.name = "RNNReluSigmoidBidirectional", .op = "RNN", .direction = "bidirectional", .activations = {"Relu", "Sigmoid"}},
+      {.name = "RNNReluSigmoidBidirectional",
+       .op = "RNN",
+       .direction = "bidirectional",
+       .activations = {"Relu", "Sigmoid"}},
+      // Batch 1: LSTMs run by Korch's batch-1 kernel (runtime/cpu/cpu_lstm_batch1.h) where the build
+      // has it; hidden sizes off its 16-unit blocks and a longer sequence too.
+      {.name = "LSTMBatch1", .op = "LSTM", .batch = 1},
+      {.name = "LSTMBatch1ReverseInitialStates",
+       .op = "LSTM",
+       .direction = "reverse",
+       .batch = 1,
+       .h0 = true,
+       .c0 = true},
+      {.name = "LSTMBatch1BidirectionalPeephole",
+       .op = "LSTM",
+       .direction = "bidirectional",
+       .batch = 1,
+       .hidden = 20,
+       .h0 = true,
+       .c0 = true,
+       .peephole = true},
+      {.name = "LSTMBatch1Layout1BidirectionalLong",
+       .op = "LSTM",
+       .direction = "bidirectional",
+       .batch = 1,
+       .hidden = 40,
+       .seq = 23,
+       .h0 = true,
+       .layout = 1},
+      {.name = "LSTMBatch1NoBiasOnlyY", .op = "LSTM", .batch = 1, .hidden = 7, .bias = false, .outputs = 1},
       {.name = "LSTMClip", .op = "LSTM", .clip = true, .fallback = true},
       {.name = "LSTMShortSequenceLens", .op = "LSTM", .seq_lens = T - 2, .fallback = true},
   };
   uint64_t seed = 100;
   for (const Spec& s : specs) {
     const int64_t D = s.direction == "bidirectional" ? 2 : 1, G = s.op == "LSTM" ? 4 : s.op == "GRU" ? 3 : 1;
+    const int64_t N = s.batch, H = s.hidden, T = s.seq;
     GraphBuilder b(17);
     std::mt19937_64 rng(seed++);
     std::uniform_real_distribution<float> u(-0.4f, 0.4f);
@@ -293,6 +335,40 @@ TEST(BackendConformance, EveryCaseOnEveryBackendMatchesTheReference) {
   // The table is not vacuous: every family runs on both backends.
   for (const auto& [family, row] : table)
     for (const std::string& name : names) EXPECT_GT(row.at(name).second, 0) << family << " on " << name;
+}
+
+// A bidirectional RNN runs its two directions side by side, one thread each, when it has two:
+// the same numbers as one thread running them in turn (each direction is one thread's work either
+// way), and the reference's. Fails if the directions share a scratchpad or a stream.
+TEST(BackendConformance, BidirectionalRecurrencesRunTheirDirectionsSideBySide) {
+  if (!std::getenv("KORCH_CACHE_DIR")) setenv("KORCH_CACHE_DIR", "/tmp/korch-cache-conformance-tests", 1);
+  std::unique_ptr<Backend> cpu = make_backend("cpu");
+  runtime::Device& dev = *cpu->check_device();
+  const int threads_before = cpu::cpu_threads();
+  int checked = 0;
+  for (const RnnCase& rc : rnn_cases()) {
+    if (rc.fallback || rc.c.name.find("idirectional") == std::string::npos) continue;
+    const Graph& g = *rc.c.g;
+    const EmittedKernel k = cpu->emit(g, rc.c.c);
+    ASSERT_TRUE(k.ok && k.source.empty()) << rc.c.name << ": " << k.reason;
+    const std::vector<Tensor> values = reference_values(g, 77);
+    std::vector<std::vector<Tensor>> outs;
+    for (int threads : {1, 2}) {
+      cpu::set_cpu_threads(threads);
+      std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, nullptr);
+      KernelProbe probe(dev, *kernel, k, g, values);
+      for (int rep = 0; rep < 3; ++rep)
+        EXPECT_EQ(probe.check(1e-4), "") << rc.c.name << " on " << threads << " threads";
+      outs.push_back(probe.outputs());
+    }
+    ASSERT_EQ(outs[0].size(), outs[1].size());
+    for (size_t o = 0; o < outs[0].size(); ++o)
+      EXPECT_EQ(0, std::memcmp(outs[0][o].raw(), outs[1][o].raw(), outs[0][o].nbytes()))
+          << rc.c.name << " output " << o;
+    ++checked;
+  }
+  cpu::set_cpu_threads(threads_before);
+  EXPECT_GE(checked, 4);
 }
 
 // The rnn family above passes on the CPU as library calls, not as the interpreter checked against

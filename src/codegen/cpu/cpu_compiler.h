@@ -10,7 +10,7 @@ namespace korch::cpu {
 
 // Bumped whenever generated code or the linear step changes what or how fast it computes: part of
 // every tuning-database key and compiled-kernel cache key.
-constexpr int kCpuGeneratorVersion = 15;
+constexpr int kCpuGeneratorVersion = 16;
 
 // g++ (or $KORCH_CXX) -std=c++17 -O3 <isa> -fopenmp -fno-math-errno -fno-trapping-math -ffp-contract=off -fPIC
 // -shared, linked with -lmvec -lm, cached under kernels/: no -ffast-math anywhere: vector

@@ -112,4 +112,6 @@ void set_cpu_threads(int n) {
   omp_set_num_threads(n);
 }
 
+int cpu_threads() { return omp_get_max_threads(); }
+
 }  // namespace korch::cpu

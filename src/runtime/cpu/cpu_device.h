@@ -43,5 +43,7 @@ class CpuDevice : public runtime::Device {
 // Sets the OpenMP thread count the CPU kernels use (omp_set_num_threads), for callers that do not
 // link OpenMP themselves. n >= 1.
 void set_cpu_threads(int n);
+// The thread count the CPU kernels use now (omp_get_max_threads).
+int cpu_threads();
 
 }  // namespace korch::cpu

@@ -11,14 +11,20 @@
 // A single direction with layout 0 reads X, initial_h/c and writes Y, Y_h/c in place (ONNX's
 // [T, 1, N, H] is oneDNN's tnc). Otherwise the step copies through its own buffers: two
 // directions interleave in Y ([T, 2, N, H]) and layout 1 puts batch first.
+// With two threads or more, the two directions of a bidirectional op run side by side, one thread
+// each (each with its own stream and scratchpad), rather than one after the other on all threads:
+// a recurrent step is a small GEMM whose fork/join costs about what it computes.
 #include "runtime/cpu/cpu_rnn_step.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <cstring>
+#include <exception>
 #include <vector>
 
 #include "runtime/cpu/cpu_dnnl.h"
+#include "runtime/cpu/cpu_lstm_batch1.h"
 #include "support/error.h"
 
 namespace korch::cpu {
@@ -40,6 +46,7 @@ struct Direction {
   memory wl_user, wi_user, wl, wi;  // weights: ldigo user copy and the primitive's layout
   std::vector<float> wl_buf, wi_buf, bias, peephole;
   std::vector<float> x_own, h0_own, c0_own, y_own, yh_own, yc_own;  // copies, when not in place
+  dnnl::stream stream;                                              // its own: the two directions may run at once
 };
 
 class DnnlRnnStep final : public LinearStep {
@@ -47,6 +54,8 @@ class DnnlRnnStep final : public LinearStep {
   explicit DnnlRnnStep(const json& d);
   void run(void* const* args) override;
   std::string implementation() const override {
+    if (batch1_)
+      return fmt::format("korch batch-1 LSTM (avx2) {}x{} ({} direction{})", op_, hidden_, D_, D_ == 1 ? "" : "s");
     return fmt::format("{} {}x{} ({} direction{})", dirs_[0].pd.impl_info_str(), op_, hidden_, dirs_.size(),
                        dirs_.size() == 1 ? "" : "s");
   }
@@ -66,6 +75,7 @@ class DnnlRnnStep final : public LinearStep {
   int gates_, bias_gates_;
   std::vector<int> in_, out_;
   std::vector<Direction> dirs_;
+  std::unique_ptr<Batch1Lstm> batch1_;  // an LSTM on one sequence: our kernel instead of dirs_
   bool weights_ready_ = false;
   dnnl::stream stream_;
 };
@@ -93,6 +103,10 @@ DnnlRnnStep::DnnlRnnStep(const json& d) : stream_(cpu_engine()) {
   out_.resize(3, -1);
   if (in_[kX] < 0 || in_[kW] < 0 || in_[kR] < 0) fail("RNN step description without X, W or R: {}", d.dump());
   const bool lstm = op_ == "LSTM", gru = op_ == "GRU";
+  if (lstm && N_ == 1 && batch1_lstm_available()) {
+    batch1_ = std::make_unique<Batch1Lstm>(T_, I_, hidden_, D_, reverse_, peephole_);
+    return;
+  }
   gates_ = lstm ? 4 : gru ? 3 : 1;
   bias_gates_ = gru && lbr_ ? 4 : gates_;
   const int64_t H = hidden_;
@@ -111,6 +125,9 @@ DnnlRnnStep::DnnlRnnStep(const json& d) : stream_(cpu_engine()) {
   const auto inference = dnnl::prop_kind::forward_inference;
   const std::vector<std::string> acts = d.contains("activations") ? d.at("activations").get<std::vector<std::string>>()
                                                                   : std::vector<std::string>{};
+  // Each direction's scratchpad its own: the two may run at once (oneDNN's shared one is not).
+  dnnl::primitive_attr own_scratchpad;
+  own_scratchpad.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dirs_.resize(static_cast<size_t>(D_));
   for (int64_t k = 0; k < D_; ++k) {
     Direction& dir = dirs_[static_cast<size_t>(k)];
@@ -119,22 +136,23 @@ DnnlRnnStep::DnnlRnnStep(const json& d) : stream_(cpu_engine()) {
     if (lstm) {
       dnnl::lstm_forward::desc ld(inference, direction, src_layer, h0 ? state : none, c0 ? state : none, wl_any, wi_any,
                                   peep, bias, dst_layer, yh ? state : none, yc ? state : none);
-      dir.pd = dnnl::lstm_forward::primitive_desc(ld, cpu_engine());
+      dir.pd = dnnl::lstm_forward::primitive_desc(ld, own_scratchpad, cpu_engine());
     } else if (gru && lbr_) {
       dnnl::lbr_gru_forward::desc gd(inference, direction, src_layer, h0 ? state : none, wl_any, wi_any, bias, dst_layer,
                                      yh ? state : none);
-      dir.pd = dnnl::lbr_gru_forward::primitive_desc(gd, cpu_engine());
+      dir.pd = dnnl::lbr_gru_forward::primitive_desc(gd, own_scratchpad, cpu_engine());
     } else if (gru) {
       dnnl::gru_forward::desc gd(inference, direction, src_layer, h0 ? state : none, wl_any, wi_any, bias, dst_layer,
                                  yh ? state : none);
-      dir.pd = dnnl::gru_forward::primitive_desc(gd, cpu_engine());
+      dir.pd = dnnl::gru_forward::primitive_desc(gd, own_scratchpad, cpu_engine());
     } else {
       const std::string& a = acts.at(static_cast<size_t>(k));
       dnnl::vanilla_rnn_forward::desc rd(inference, activation(a), direction, src_layer, h0 ? state : none, wl_any,
                                          wi_any, bias, dst_layer, yh ? state : none);
-      dir.pd = dnnl::vanilla_rnn_forward::primitive_desc(rd, cpu_engine());
+      dir.pd = dnnl::vanilla_rnn_forward::primitive_desc(rd, own_scratchpad, cpu_engine());
     }
     dir.prim = dnnl::primitive(dir.pd);
+    dir.stream = dnnl::stream(cpu_engine());
     dir.wl_buf.assign(static_cast<size_t>(I_ * gates_ * H), 0.f);
     dir.wi_buf.assign(static_cast<size_t>(H * gates_ * H), 0.f);
     dir.bias.assign(static_cast<size_t>(bias_gates_ * H), 0.f);
@@ -212,6 +230,14 @@ void DnnlRnnStep::prepare_weights(void* const* args) {
 }
 
 void DnnlRnnStep::run(void* const* args) {
+  if (batch1_) {
+    auto in = [&](int k) { return in_[k] >= 0 ? static_cast<const float*>(args[in_[k]]) : nullptr; };
+    auto out = [&](int k) { return out_[k] >= 0 ? static_cast<float*>(args[out_[k]]) : nullptr; };
+    if (!weights_ready_) batch1_->set_weights(in(kW), in(kR), in(kB), in(kP));
+    weights_ready_ = true;
+    batch1_->run(in(kX), in(kH0), in(kC0), out(kY), out(kYh), out(kYc));
+    return;
+  }
   if (!weights_ready_) prepare_weights(args);
   const int64_t H = hidden_;
   const size_t row = static_cast<size_t>(H) * sizeof(float);
@@ -225,7 +251,7 @@ void DnnlRnnStep::run(void* const* args) {
   }
   auto ptr = [&](int slot) { return slot >= 0 ? static_cast<float*>(args[slot]) : nullptr; };
   float *h0 = ptr(in_[kH0]), *c0 = ptr(in_[kC0]), *Y = ptr(out_[kY]), *Yh = ptr(out_[kYh]), *Yc = ptr(out_[kYc]);
-  for (int64_t k = 0; k < D_; ++k) {
+  auto run_direction = [&](int64_t k) {
     Direction& dir = dirs_[static_cast<size_t>(k)];
     auto& a = dir.args;
     a[DNNL_ARG_SRC_LAYER].set_data_handle(xs);
@@ -243,8 +269,8 @@ void DnnlRnnStep::run(void* const* args) {
     state_in(DNNL_ARG_DST_ITER, Yh, dir.yh_own, false);
     state_in(DNNL_ARG_DST_ITER_C, Yc, dir.yc_own, false);
     if (dir.y_own.empty()) a[DNNL_ARG_DST_LAYER].set_data_handle(Y);
-    dir.prim.execute(stream_, a);
-    stream_.wait();
+    dir.prim.execute(dir.stream, a);
+    dir.stream.wait();
     if (!dir.y_own.empty() && Y)
       for (int64_t t = 0; t < T_; ++t)
         for (int64_t n = 0; n < N_; ++n) std::memcpy(Y + y_offset(t, k, n), dir.y_own.data() + (t * N_ + n) * H, row);
@@ -254,6 +280,24 @@ void DnnlRnnStep::run(void* const* args) {
     };
     state_out(Yh, dir.yh_own);
     state_out(Yc, dir.yc_own);
+  };
+  if (D_ == 2 && omp_get_max_threads() >= 2 && !omp_in_parallel()) {
+    // The two directions are independent: one thread each, side by side (oneDNN runs a primitive
+    // on one thread inside a parallel region), instead of each on all threads in turn.
+    std::exception_ptr error[2];
+#pragma omp parallel num_threads(2)
+    {
+      const int k = omp_get_thread_num();
+      try {
+        run_direction(k);
+      } catch (...) {
+        error[k] = std::current_exception();
+      }
+    }
+    for (const std::exception_ptr& e : error)
+      if (e) std::rethrow_exception(e);
+  } else {
+    for (int64_t k = 0; k < D_; ++k) run_direction(k);
   }
 }
 
