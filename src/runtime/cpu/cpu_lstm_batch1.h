@@ -8,7 +8,7 @@
 // gate-interleaved block layout: block b holds hidden units 16b..16b+15 of all four gates (64
 // columns, k-major), which makes one block a self-contained unit of work: its GEMV, the gate
 // activations, and the cell and hidden state of its 16 units. The input projection X W for all
-// steps is computed first, four steps at a time, by the thread that owns the block; then the steps
+// steps is computed first, six steps at a time, by the thread that owns the block; then the steps
 // run with the blocks of every direction shared among the threads and one barrier a step.
 //
 // ONNX semantics: gates i, o, f, c in W, R, B; default activations (sigmoid, tanh, tanh); optional
