@@ -25,6 +25,7 @@
 #include "pipeline/pipeline.h"
 #include "profile/kernel_check.h"
 #include "runtime/cpu/cpu_device.h"
+#include "runtime/cpu/cpu_lstm_batch1.h"
 
 namespace korch::testing {
 namespace {
@@ -62,7 +63,9 @@ std::vector<Case> linear_cases() {
                   attrs({{"strides", std::vector<int64_t>{2, 2}}}));
   });
   add("MatMul", [](GraphBuilder& b) { return b.node("MatMul", {b.f32("x", {3, 7, 32}), weight(b, {32, 24}, 4)}); });
-  add("MatMulBatched", [](GraphBuilder& b) { return b.node("MatMul", {b.f32("x", {2, 5, 16}), b.f32("y", {2, 16, 9})}); });
+  add("MatMulBatched", [](GraphBuilder& b) {
+    return b.node("MatMul", {b.f32("x", {2, 5, 16}), b.f32("y", {2, 16, 9})});
+  });
   add("ConvBiasRelu", [](GraphBuilder& b) {
     ValueId y = b.node("Conv", {b.f32("x", {1, 8, 10, 10}), weight(b, {16, 8, 1, 1}, 5)});
     ValueId bias = b.node("Expand", {weight(b, {1, 16, 1, 1}, 6), b.ints({1, 16, 10, 10})});
@@ -196,9 +199,12 @@ std::vector<RnnCase> rnn_cases() {
       return b.constant(Tensor::from_vector<float>(v, std::move(shape)));
     };
     const Shape state = s.layout == 0 ? Shape{D, N, H} : Shape{N, D, H};
-    std::vector<ValueId> in = {b.f32("x", s.layout == 0 ? Shape{T, N, I} : Shape{N, T, I}), small({D, G * H, I}),
-                               small({D, G * H, H}), s.bias ? small({D, 2 * G * H}) : kNoValue,
-                               s.seq_lens >= 0 ? b.constant(Tensor::from_vector<int32_t>(std::vector<int32_t>(N, static_cast<int32_t>(s.seq_lens)), {N}))
+    std::vector<ValueId> in = {b.f32("x", s.layout == 0 ? Shape{T, N, I} : Shape{N, T, I}),
+                               small({D, G * H, I}),
+                               small({D, G * H, H}),
+                               s.bias ? small({D, 2 * G * H}) : kNoValue,
+                               s.seq_lens >= 0 ? b.constant(Tensor::from_vector<int32_t>(
+                                                     std::vector<int32_t>(N, static_cast<int32_t>(s.seq_lens)), {N}))
                                                : kNoValue,
                                s.h0 ? b.f32("h0", state) : kNoValue};
     if (s.op == "LSTM") {
@@ -211,7 +217,8 @@ std::vector<RnnCase> rnn_cases() {
     if (!s.activations.empty()) a.set("activations", s.activations);
     if (s.clip) a.set("clip", 0.5f);
     const std::vector<ValueId> out = b.node_n(s.op, in, a, s.op == "LSTM" ? 3 : 2);
-    const std::vector<ValueId> outputs(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(std::min(s.outputs, out.size())));
+    const std::vector<ValueId> outputs(out.begin(),
+                                       out.begin() + static_cast<std::ptrdiff_t>(std::min(s.outputs, out.size())));
     cs.push_back({whole("rnn", whole_graph_case(s.name, b.finish(outputs))), s.fallback});
   }
   return cs;
@@ -328,7 +335,8 @@ TEST(BackendConformance, EveryCaseOnEveryBackendMatchesTheReference) {
   std::string summary = "backend conformance (emitted / passed):\n";
   for (const auto& [family, row] : table) {
     summary += fmt::format("  {:<26}", family);
-    for (const std::string& name : names) summary += fmt::format(" {} {}/{}", name, row.at(name).first, row.at(name).second);
+    for (const std::string& name : names)
+      summary += fmt::format(" {} {}/{}", name, row.at(name).first, row.at(name).second);
     summary += "\n";
   }
   std::printf("%s", summary.c_str());
@@ -340,26 +348,32 @@ TEST(BackendConformance, EveryCaseOnEveryBackendMatchesTheReference) {
 // A bidirectional RNN runs its two directions side by side, one thread each, when it has two:
 // the same numbers as one thread running them in turn (each direction is one thread's work either
 // way), and the reference's. Fails if the directions share a scratchpad or a stream.
+// Runs recurrent case `rc` on the CPU three times, each checked against the reference at 1e-4;
+// returns the last outputs.
+std::vector<Tensor> run_rnn_case(Backend& cpu, const RnnCase& rc, const std::string& what) {
+  const Graph& g = *rc.c.g;
+  const EmittedKernel k = cpu.emit(g, rc.c.c);
+  EXPECT_TRUE(k.ok && k.source.empty()) << rc.c.name << ": " << k.reason;
+  if (!k.ok) return {};
+  const std::vector<Tensor> values = reference_values(g, 77);
+  runtime::Device& dev = *cpu.check_device();
+  std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, nullptr);
+  KernelProbe probe(dev, *kernel, k, g, values);
+  for (int rep = 0; rep < 3; ++rep) EXPECT_EQ(probe.check(1e-4), "") << rc.c.name << " " << what;
+  return probe.outputs();
+}
+
 TEST(BackendConformance, BidirectionalRecurrencesRunTheirDirectionsSideBySide) {
   if (!std::getenv("KORCH_CACHE_DIR")) setenv("KORCH_CACHE_DIR", "/tmp/korch-cache-conformance-tests", 1);
   std::unique_ptr<Backend> cpu = make_backend("cpu");
-  runtime::Device& dev = *cpu->check_device();
   const int threads_before = cpu::cpu_threads();
   int checked = 0;
   for (const RnnCase& rc : rnn_cases()) {
     if (rc.fallback || rc.c.name.find("idirectional") == std::string::npos) continue;
-    const Graph& g = *rc.c.g;
-    const EmittedKernel k = cpu->emit(g, rc.c.c);
-    ASSERT_TRUE(k.ok && k.source.empty()) << rc.c.name << ": " << k.reason;
-    const std::vector<Tensor> values = reference_values(g, 77);
     std::vector<std::vector<Tensor>> outs;
     for (int threads : {1, 2}) {
       cpu::set_cpu_threads(threads);
-      std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, nullptr);
-      KernelProbe probe(dev, *kernel, k, g, values);
-      for (int rep = 0; rep < 3; ++rep)
-        EXPECT_EQ(probe.check(1e-4), "") << rc.c.name << " on " << threads << " threads";
-      outs.push_back(probe.outputs());
+      outs.push_back(run_rnn_case(*cpu, rc, fmt::format("on {} threads", threads)));
     }
     ASSERT_EQ(outs[0].size(), outs[1].size());
     for (size_t o = 0; o < outs[0].size(); ++o)
@@ -369,6 +383,24 @@ TEST(BackendConformance, BidirectionalRecurrencesRunTheirDirectionsSideBySide) {
   }
   cpu::set_cpu_threads(threads_before);
   EXPECT_GE(checked, 4);
+}
+
+// The batch-1 LSTM kernel on each instruction set it has (AVX-512 where the CPU has it, else
+// AVX2): on an AVX-512 CPU the table above runs only the AVX-512 path.
+TEST(BackendConformance, Batch1LstmMatchesTheReferenceOnEveryInstructionSet) {
+  if (!cpu::batch1_lstm_available()) GTEST_SKIP() << "no batch-1 LSTM kernel in this build (AVX2/FMA)";
+  std::unique_ptr<Backend> cpu = make_backend("cpu");
+  int checked = 0;
+  for (const RnnCase& rc : rnn_cases()) {
+    if (rc.c.name.find("Batch1") == std::string::npos) continue;
+    for (bool avx512 : {true, false}) {
+      cpu::batch1_lstm_allow_avx512(avx512);
+      run_rnn_case(*cpu, rc, avx512 ? "(AVX-512 allowed)" : "(AVX2)");
+    }
+    ++checked;
+  }
+  cpu::batch1_lstm_allow_avx512(true);
+  EXPECT_GE(checked, 5);
 }
 
 // The rnn family above passes on the CPU as library calls, not as the interpreter checked against

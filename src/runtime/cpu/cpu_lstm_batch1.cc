@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "support/error.h"
@@ -84,30 +85,58 @@ void project_rows(const float* x, int64_t I, const float* wb, const float* bias,
   }
 }
 
-// Rows 0..rows of X W + bias for block `wb`, six rows at a time (12 accumulators, 2 weights and a
-// broadcast: 15 of the 16 registers).
+// The same with AVX-512 where the CPU has it: all 64 columns at once (24 accumulators of the 32
+// registers), about 1.3x the AVX2 kernel's rate on Zen 4 (the same FMA width, fewer loads).
+template <int R>
+__attribute__((target("avx512f,fma"))) void project_rows512(const float* x, int64_t I, const float* wb,
+                                                            const float* bias, float* const* out) {
+  __m512 acc[R][4];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_loadu_ps(bias + 16 * j);
+  for (int64_t k = 0; k < I; ++k) {
+    __m512 w[4];
+    for (int j = 0; j < 4; ++j) w[j] = _mm512_loadu_ps(wb + k * kCols + 16 * j);
+    for (int r = 0; r < R; ++r) {
+      const __m512 xr = _mm512_set1_ps(x[r * I + k]);
+      for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_fmadd_ps(xr, w[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < 4; ++j) _mm512_storeu_ps(out[r] + 16 * j, acc[r][j]);
+}
+
+std::atomic<bool> g_use_avx512{true};
+
+bool avx512_here() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has && g_use_avx512.load(std::memory_order_relaxed);
+}
+
+// Rows 0..rows of X W + bias for block `wb`, six rows at a time (AVX2: 12 accumulators, 2 weights
+// and a broadcast, 15 of the 16 registers).
 void project(const float* x, int64_t rows, int64_t I, const float* wb, const float* bias, float* const* out) {
+  const bool wide = avx512_here();
   for (int64_t t = 0; t < rows; t += 6) {
     const float* xt = x + t * I;
     float* const* o = out + t;
     switch (std::min<int64_t>(6, rows - t)) {
       case 6:
-        project_rows<6>(xt, I, wb, bias, o);
+        wide ? project_rows512<6>(xt, I, wb, bias, o) : project_rows<6>(xt, I, wb, bias, o);
         break;
       case 5:
-        project_rows<5>(xt, I, wb, bias, o);
+        wide ? project_rows512<5>(xt, I, wb, bias, o) : project_rows<5>(xt, I, wb, bias, o);
         break;
       case 4:
-        project_rows<4>(xt, I, wb, bias, o);
+        wide ? project_rows512<4>(xt, I, wb, bias, o) : project_rows<4>(xt, I, wb, bias, o);
         break;
       case 3:
-        project_rows<3>(xt, I, wb, bias, o);
+        wide ? project_rows512<3>(xt, I, wb, bias, o) : project_rows<3>(xt, I, wb, bias, o);
         break;
       case 2:
-        project_rows<2>(xt, I, wb, bias, o);
+        wide ? project_rows512<2>(xt, I, wb, bias, o) : project_rows<2>(xt, I, wb, bias, o);
         break;
       default:
-        project_rows<1>(xt, I, wb, bias, o);
+        wide ? project_rows512<1>(xt, I, wb, bias, o) : project_rows<1>(xt, I, wb, bias, o);
     }
   }
 }
@@ -137,9 +166,61 @@ void step_block(const float* xw, const float* h_prev, int64_t H, const float* rb
   }
 }
 
+// step_block with AVX-512: one register a gate for the block's 16 units; exp as exp8.
+__attribute__((target("avx512f,fma"))) inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.f)), _mm512_set1_ps(88.f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.f / 720);
+  for (float c : {1.f / 120, 1.f / 24, 1.f / 6, 0.5f, 1.f, 1.f}) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+__attribute__((target("avx512f,fma"))) inline __m512 sigmoid16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+__attribute__((target("avx512f,fma"))) inline __m512 tanh16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  return _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.f), _mm512_add_ps(exp16(_mm512_add_ps(x, x)), one)));
+}
+
+__attribute__((target("avx512f,fma"))) void step_block512(const float* xw, const float* h_prev, int64_t H,
+                                                          const float* rb, const float* pi, const float* pf,
+                                                          const float* po, float* c, float* h_next) {
+  __m512 acc[4];
+  for (int j = 0; j < 4; ++j) acc[j] = _mm512_loadu_ps(xw + 16 * j);
+  for (int64_t k = 0; k < H; ++k) {
+    const __m512 hk = _mm512_set1_ps(h_prev[k]);
+    const float* w = rb + k * kCols;
+    for (int j = 0; j < 4; ++j) acc[j] = _mm512_fmadd_ps(hk, _mm512_loadu_ps(w + 16 * j), acc[j]);
+  }
+  const __m512 c_old = _mm512_loadu_ps(c);
+  __m512 i = acc[0], f = acc[1], o = acc[3];
+  if (pi) {
+    i = _mm512_fmadd_ps(_mm512_loadu_ps(pi), c_old, i);
+    f = _mm512_fmadd_ps(_mm512_loadu_ps(pf), c_old, f);
+  }
+  const __m512 c_new = _mm512_fmadd_ps(sigmoid16(f), c_old, _mm512_mul_ps(sigmoid16(i), tanh16(acc[2])));
+  if (po) o = _mm512_fmadd_ps(_mm512_loadu_ps(po), c_new, o);
+  _mm512_storeu_ps(c, c_new);
+  _mm512_storeu_ps(h_next, _mm512_mul_ps(sigmoid16(o), tanh16(c_new)));
+}
+
 #endif  // KORCH_BATCH1_LSTM
 
 }  // namespace
+
+void batch1_lstm_allow_avx512(bool allow) {
+#ifdef KORCH_BATCH1_LSTM
+  g_use_avx512 = allow;
+#else
+  (void)allow;
+#endif
+}
 
 bool batch1_lstm_available() {
 #ifdef KORCH_BATCH1_LSTM
@@ -196,6 +277,7 @@ void Batch1Lstm::run(const float* x, const float* h0, const float* c0, float* y,
     if (h0) std::memcpy(h_.data() + d * units, h0 + d * H_, static_cast<size_t>(H_) * sizeof(float));
     if (c0) std::memcpy(c_.data() + d * units, c0 + d * H_, static_cast<size_t>(H_) * sizeof(float));
   }
+  const bool wide = avx512_here();
   const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), items));
   // Each thread owns a contiguous range of (direction, block) items for the whole sequence: its
   // part of X W first, then its part of every step, with one barrier a step.
@@ -218,9 +300,9 @@ void Batch1Lstm::run(const float* x, const float* h0, const float* c0, float* y,
         const int64_t t = backwards ? T_ - 1 - s : s;
         const float* pe = peephole_ ? peep_.data() + d * 3 * units + b * kUnits : nullptr;
         float* hb = h_next + d * units + b * kUnits;
-        step_block(xw_.data() + (t * D_ + d) * cols + b * kCols, h_prev + d * units, H_,
-                   r_.data() + (d * blocks_ + b) * H_ * kCols, pe, pe ? pe + units : nullptr,
-                   pe ? pe + 2 * units : nullptr, c_.data() + d * units + b * kUnits, hb);
+        (wide ? step_block512 : step_block)(xw_.data() + (t * D_ + d) * cols + b * kCols, h_prev + d * units, H_,
+                                            r_.data() + (d * blocks_ + b) * H_ * kCols, pe, pe ? pe + units : nullptr,
+                                            pe ? pe + 2 * units : nullptr, c_.data() + d * units + b * kUnits, hb);
         if (y) {
           const int64_t n = std::min(kUnits, H_ - b * kUnits);
           std::memcpy(y + (t * D_ + d) * H_ + b * kUnits, hb, static_cast<size_t>(n) * sizeof(float));

@@ -54,8 +54,7 @@ class DnnlRnnStep final : public LinearStep {
   explicit DnnlRnnStep(const json& d);
   void run(void* const* args) override;
   std::string implementation() const override {
-    if (batch1_)
-      return fmt::format("korch batch-1 LSTM (avx2) {}x{} ({} direction{})", op_, hidden_, D_, D_ == 1 ? "" : "s");
+    if (batch1_) return fmt::format("korch batch-1 LSTM {}x{} ({} direction{})", op_, hidden_, D_, D_ == 1 ? "" : "s");
     return fmt::format("{} {}x{} ({} direction{})", dirs_[0].pd.impl_info_str(), op_, hidden_, dirs_.size(),
                        dirs_.size() == 1 ? "" : "s");
   }
