@@ -330,16 +330,17 @@ def _build_text_encoder():
     return Text()
 
 
-def _build_rnn_classifier(kind: str):
+def _build_rnn_classifier(kind: str, inputs: int = 32, hidden: int = 64):
+    """A 2-layer bidirectional LSTM / GRU over the sequence, a linear head on its last step."""
     def build():
         import torch.nn as nn
 
         class Rnn(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.rnn = getattr(nn, kind)(32, 64, num_layers=2, bidirectional=True,
+                self.rnn = getattr(nn, kind)(inputs, hidden, num_layers=2, bidirectional=True,
                                              batch_first=True)
-                self.head = nn.Linear(128, 10)
+                self.head = nn.Linear(2 * hidden, 10)
 
             def forward(self, x):
                 y = self.rnn(x)[0]
@@ -576,6 +577,9 @@ MODELS.update({
     "text_encoder": Spec(_build_text_encoder, (1, 64), "extra", input_dtype="int64"),
     "lstm_classifier": Spec(_build_rnn_classifier("LSTM"), (1, 50, 32), "extra"),
     "gru_classifier": Spec(_build_rnn_classifier("GRU"), (1, 50, 32), "extra"),
+    # speech / OCR encoder sizes: hidden 384 (2.4 MB of recurrent weights a direction and layer)
+    "lstm_large": Spec(_build_rnn_classifier("LSTM", 128, 384), (1, 40, 128), "extra"),
+    "gru_large": Spec(_build_rnn_classifier("GRU", 128, 384), (1, 40, 128), "extra"),
     "crnn_text": Spec(_build_crnn, (1, 1, 32, 128), "extra"),
     "pixelshuffle_sr": Spec(_build_pixelshuffle_sr, (1, 3, 64, 64), "extra"),
     "unet_small": Spec(_build_unet_small, (1, 3, 128, 128), "extra"),
