@@ -145,12 +145,14 @@ void quantize(const C* x, int64_t n, C scale, int32_t zp, int32_t* q) {
   }
 }
 
-// One direction's quantized matrix: values minus the zero point (within [-255, 255]) as int16,
-// [K, G] row-major as stored, and the scale of each column.
+// One direction's quantized matrix, [K, G] row-major as stored (int8 or uint8, read in place: no
+// widened copy a run), its zero point, and the scale of each column.
 template <typename C>
 struct QuantMatrix {
-  std::vector<int16_t> w;  // q - zero_point
-  std::vector<C> scale;    // one per column
+  const int8_t* s8 = nullptr;  // one of the two
+  const uint8_t* u8 = nullptr;
+  int32_t zp = 0;
+  std::vector<C> scale;  // one per column
 };
 
 template <typename C>
@@ -162,26 +164,31 @@ QuantMatrix<C> load_matrix(const Tensor& m, const Tensor& scale, const Tensor& z
   for (int64_t i = 1; i < per_dir; ++i)
     if (zp.get_as_int(d * per_dir + i) != z0)
       fail_unsupported("{}: {} zero point must be one value per direction (onnxruntime requires it)", kOp, what);
-  out.w.resize(static_cast<size_t>(K * G));
-  auto widen = [&](const auto* q) {
-    for (int64_t i = 0; i < K * G; ++i) out.w[static_cast<size_t>(i)] = static_cast<int16_t>(q[d * K * G + i] - z0);
-  };
-  if (m.dtype() == DType::kInt8) widen(m.data<int8_t>());
-  else widen(m.data<uint8_t>());
+  out.zp = static_cast<int32_t>(z0);
+  if (m.dtype() == DType::kInt8)
+    out.s8 = m.data<int8_t>() + d * K * G;
+  else
+    out.u8 = m.data<uint8_t>() + d * K * G;
   out.scale.resize(static_cast<size_t>(G));
   for (int64_t n = 0; n < G; ++n) out.scale[static_cast<size_t>(n)] = static_cast<C>(scale.get_as_double(d * per_dir + (per_column ? n : 0)));
   return out;
 }
 
-// acc[m, n] += (a_scale * w.scale[n]) * sum_k (qa[m, k] - a_zp) * w[k, n]: exact int32 sums of
-// products of two values within [-255, 255], over blocks of columns (vectorised along n; in
-// parallel over rows and blocks).
+// sum[j] += a * (q[j] - zp) for j < n: products of two values within [-255, 255], exact in int32.
+template <typename Q>
+void add_scaled_row(int32_t a, const Q* q, int32_t zp, int64_t n, int32_t* sum) {
+  for (int64_t j = 0; j < n; ++j) sum[j] += a * (static_cast<int32_t>(q[j]) - zp);
+}
+
+// acc[m, n] += (a_scale * w.scale[n]) * sum_k (qa[m, k] - a_zp) * (w[k, n] - w.zp): exact int32
+// sums, over blocks of columns (vectorised along n; in parallel over rows and blocks, also for
+// one row: a step's recurrent product is a whole matrix).
 template <typename C>
 void quantized_gemm(const int32_t* qa, int32_t a_zp, C a_scale, int64_t M, int64_t K, int64_t G, const QuantMatrix<C>& w,
                     C* acc) {
   constexpr int64_t kBlock = 256;
   const int64_t blocks = (G + kBlock - 1) / kBlock;
-#pragma omp parallel for collapse(2) if (M * K * G > 4194304)
+#pragma omp parallel for collapse(2) if (K * G >= 262144)
   for (int64_t m = 0; m < M; ++m)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t n0 = blk * kBlock, nn = std::min(kBlock, G - n0);
@@ -189,8 +196,10 @@ void quantized_gemm(const int32_t* qa, int32_t a_zp, C a_scale, int64_t M, int64
       for (int64_t k = 0; k < K; ++k) {
         const int32_t a = qa[m * K + k] - a_zp;
         if (a == 0) continue;
-        const int16_t* row = w.w.data() + k * G + n0;
-        for (int64_t j = 0; j < nn; ++j) sum[j] += a * static_cast<int32_t>(row[j]);
+        if (w.s8)
+          add_scaled_row(a, w.s8 + k * G + n0, w.zp, nn, sum);
+        else
+          add_scaled_row(a, w.u8 + k * G + n0, w.zp, nn, sum);
       }
       for (int64_t j = 0; j < nn; ++j)
         acc[m * G + n0 + j] += (a_scale * w.scale[static_cast<size_t>(n0 + j)]) * static_cast<C>(sum[j]);
