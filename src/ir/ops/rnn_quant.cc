@@ -20,6 +20,8 @@
 // thread per row), so a sequence's result does not depend on its neighbours' hidden states.
 // Limits: sequence_lens must be absent or every entry the full sequence length (shorter sequences
 // change which rows onnxruntime quantizes together).
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -237,14 +239,21 @@ std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
   C* yh = out_ptr(1);
   C* yc = out_ptr(2);
 
-  std::vector<int32_t> qa(static_cast<size_t>(std::max(S * N * I, N * H)));
-  std::vector<C> xproj(static_cast<size_t>(S * N * G)), xs(static_cast<size_t>(S * N * I));
+  // Both directions' matrices first (a zero point this op cannot take is an error before any work).
+  std::vector<QuantMatrix<C>> ws, rs;
   for (int64_t d = 0; d < ND; ++d) {
+    ws.push_back(load_matrix<C>(ctx.input(1), ctx.input(8), ctx.input(9), d, I, G, c.per_column_w, "W"));
+    rs.push_back(load_matrix<C>(ctx.input(2), ctx.input(10), ctx.input(11), d, H, G, c.per_column_r, "R"));
+  }
+  auto direction = [&](int64_t d) {
     const bool reverse = c.reverse_only || d == 1;
-    const QuantMatrix<C> w = load_matrix<C>(ctx.input(1), ctx.input(8), ctx.input(9), d, I, G, c.per_column_w, "W");
-    const QuantMatrix<C> r = load_matrix<C>(ctx.input(2), ctx.input(10), ctx.input(11), d, H, G, c.per_column_r, "R");
+    const QuantMatrix<C>& w = ws[static_cast<size_t>(d)];
+    const QuantMatrix<C>& r = rs[static_cast<size_t>(d)];
+    std::vector<int32_t> qa(static_cast<size_t>(std::max(S * N * I, N * H)));
+    std::vector<C> xproj(static_cast<size_t>(S * N * G)), xs(static_cast<size_t>(S * N * I));
     std::vector<C> bias(static_cast<size_t>(G));
-    for (int64_t n = 0; n < G; ++n) bias[static_cast<size_t>(n)] = B[static_cast<size_t>(d * 2 * G + n)] + B[static_cast<size_t>(d * 2 * G + G + n)];
+    for (int64_t n = 0; n < G; ++n)
+      bias[static_cast<size_t>(n)] = B[static_cast<size_t>(d * 2 * G + n)] + B[static_cast<size_t>(d * 2 * G + G + n)];
     // X in this direction's step order; its projection through W for every step at once.
     for (int64_t s = 0; s < S; ++s) {
       const int64_t t = reverse ? S - 1 - s : s;
@@ -254,7 +263,6 @@ std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
     int32_t x_zp;
     dynamic_params(xs.data(), S * N * I, x_scale, x_zp);
     quantize(xs.data(), S * N * I, x_scale, x_zp, qa.data());
-    std::fill(xproj.begin(), xproj.end(), C(0));
     quantized_gemm(qa.data(), x_zp, x_scale, S * N, I, G, w, xproj.data());
 
     std::vector<C> h(H0.begin() + d * N * H, H0.begin() + (d + 1) * N * H);
@@ -278,6 +286,14 @@ std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
     }
     if (yh) std::copy(h.begin(), h.end(), yh + d * N * H);
     if (yc) std::copy(cell.begin(), cell.end(), yc + d * N * H);
+  };
+  // The two directions are independent: one thread each when there are two (the products inside
+  // then run on that thread), the same numbers as one after the other.
+  if (ND == 2 && omp_get_max_threads() >= 2 && !omp_in_parallel()) {
+#pragma omp parallel for num_threads(2)
+    for (int64_t d = 0; d < 2; ++d) direction(d);
+  } else {
+    for (int64_t d = 0; d < ND; ++d) direction(d);
   }
   return outs;
 }
