@@ -13,6 +13,13 @@
 // before: clip, input_forget, activations other than the defaults (LSTM, GRU) or other than
 // Tanh/Relu/Sigmoid without parameters (RNN), sequence_lens that are not a constant equal to the
 // sequence length for every batch element, element types other than f32, non-constant weights.
+//
+// onnxruntime's com.microsoft DynamicQuantizeLSTM (int8/uint8 W and R) is matched too, for the
+// CPU's own step (runtime/cpu/cpu_quant_lstm_step.h): {"op": "DynamicQuantizeLSTM", "seq",
+// "batch", "input", "hidden", "directions", "reverse", "w_scales" / "r_scales" (a scale per
+// column, directions x 4H), "w_zero_points" / "r_zero_points" (one a direction), "w_signed" /
+// "r_signed" (int8, else uint8), the slots as above over its 12 inputs}; refused with clip,
+// input_forget, other activations, layout 1, short sequences or non-constant weights.
 #pragma once
 
 #include <string>
@@ -29,7 +36,7 @@ struct RnnMatchResult {
   std::string reason;   // when !ok: why the node runs in the interpreter
 };
 
-bool is_rnn_op(const std::string& op_type);  // LSTM, GRU, RNN
+bool is_rnn_op(const std::string& op_type);  // LSTM, GRU, RNN, DynamicQuantizeLSTM
 
 RnnMatchResult match_rnn(const Graph& g, const Node& n);
 

@@ -19,9 +19,10 @@ namespace korch::testing {
 ValueId GraphBuilder::constant(Tensor t) { return g_.add_constant(fmt::format("c{}", counter_++), std::move(t)); }
 
 std::vector<ValueId> GraphBuilder::node_n(const std::string& op, std::vector<ValueId> inputs, Attributes a,
-                                          int num_outputs) {
+                                          int num_outputs, const std::string& domain) {
   Node n;
   n.op_type = op;
+  n.domain = domain;
   n.name = fmt::format("{}{}", op, counter_++);
   n.inputs = std::move(inputs);
   n.attrs = std::move(a);

@@ -21,7 +21,8 @@ class GraphBuilder {
   ValueId ints(std::vector<int64_t> v) { return constant(Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())})); }
   ValueId scalar(float v) { return constant(Tensor::scalar<float>(v)); }
   // Adds a node; output types come from shape inference. Returns its outputs.
-  std::vector<ValueId> node_n(const std::string& op, std::vector<ValueId> inputs, Attributes attrs, int num_outputs);
+  std::vector<ValueId> node_n(const std::string& op, std::vector<ValueId> inputs, Attributes attrs, int num_outputs,
+                              const std::string& domain = "");
   ValueId node(const std::string& op, std::vector<ValueId> inputs, Attributes attrs = {}) {
     return node_n(op, std::move(inputs), std::move(attrs), 1)[0];
   }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -224,6 +225,81 @@ std::vector<RnnCase> rnn_cases() {
   return cs;
 }
 
+// onnxruntime's DynamicQuantizeLSTM (int8/uint8 W and R, X and each Ht-1 quantized on the fly):
+// on the CPU its own step (runtime/cpu/cpu_quant_lstm_step.h), which runs the reference's
+// arithmetic and must give its bits exactly. Odd K (a padded row pair), 4H off the 64-column
+// blocks, batches of 1 and 3, per-direction and per-column scales, uint8 weights with a zero point.
+std::vector<Case> quant_lstm_cases() {
+  struct Spec {
+    std::string name, direction;
+    int64_t T, N, I, H;
+    bool w_signed, r_signed, per_column, bias, states, peephole;
+  };
+  const std::vector<Spec> specs = {
+      {"DynamicQuantizeLSTMBidirectional", "bidirectional", 6, 1, 25, 20, true, true, false, true, true, false},
+      {"DynamicQuantizeLSTMUint8PerColumnBatch3", "forward", 5, 3, 16, 33, false, false, true, false, false, true},
+      {"DynamicQuantizeLSTMReverseMixed", "reverse", 7, 1, 8, 16, false, true, true, true, true, false},
+  };
+  std::vector<Case> cs;
+  uint64_t seed = 300;
+  for (const Spec& s : specs) {
+    const int64_t D = s.direction == "bidirectional" ? 2 : 1, G = 4 * s.H;
+    GraphBuilder b(17);
+    std::mt19937_64 rng(seed++);
+    auto quantized = [&](bool is_signed, Shape shape) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      if (is_signed) {
+        std::uniform_int_distribution<int> u(-127, 127);
+        std::vector<int8_t> v(static_cast<size_t>(n));
+        for (int8_t& x : v) x = static_cast<int8_t>(u(rng));
+        return b.constant(Tensor::from_vector<int8_t>(v, std::move(shape)));
+      }
+      std::uniform_int_distribution<int> u(0, 255);
+      std::vector<uint8_t> v(static_cast<size_t>(n));
+      for (uint8_t& x : v) x = static_cast<uint8_t>(u(rng));
+      return b.constant(Tensor::from_vector<uint8_t>(v, std::move(shape)));
+    };
+    auto floats = [&](Shape shape, float lo, float hi) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      std::uniform_real_distribution<float> u(lo, hi);
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = u(rng);
+      return b.constant(Tensor::from_vector<float>(v, std::move(shape)));
+    };
+    auto zero_points = [&](bool is_signed, Shape shape) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      if (is_signed)
+        return b.constant(
+            Tensor::from_vector<int8_t>(std::vector<int8_t>(static_cast<size_t>(n), 0), std::move(shape)));
+      return b.constant(
+          Tensor::from_vector<uint8_t>(std::vector<uint8_t>(static_cast<size_t>(n), 128), std::move(shape)));
+    };
+    const Shape scale_shape = s.per_column ? Shape{D, G} : Shape{D};
+    // Scales that keep the gates' pre-activations within a few units.
+    const float w_scale = 1.5f / (128.f * std::sqrt(static_cast<float>(s.I))),
+                r_scale = 1.5f / (128.f * std::sqrt(static_cast<float>(s.H)));
+    std::vector<ValueId> in = {b.f32("x", {s.T, s.N, s.I}),
+                               quantized(s.w_signed, {D, s.I, G}),
+                               quantized(s.r_signed, {D, s.H, G}),
+                               s.bias ? floats({D, 2 * G}, -0.5f, 0.5f) : kNoValue,
+                               kNoValue,
+                               s.states ? b.f32("h0", {D, s.N, s.H}) : kNoValue,
+                               s.states ? b.f32("c0", {D, s.N, s.H}) : kNoValue,
+                               s.peephole ? floats({D, 3 * s.H}, -0.5f, 0.5f) : kNoValue,
+                               floats(scale_shape, 0.5f * w_scale, 1.5f * w_scale),
+                               zero_points(s.w_signed, scale_shape),
+                               floats(scale_shape, 0.5f * r_scale, 1.5f * r_scale),
+                               zero_points(s.r_signed, scale_shape)};
+    Attributes a = attrs({{"hidden_size", s.H}, {"direction", s.direction}});
+    const std::vector<ValueId> out = b.node_n("DynamicQuantizeLSTM", in, a, 3, "com.microsoft");
+    cs.push_back(whole("rnn", whole_graph_case(s.name, b.finish(out))));
+  }
+  return cs;
+}
+
 // Every primitive of the built-in models as a kernel of its own.
 std::vector<Case> model_cases() {
   std::vector<Case> cs;
@@ -291,6 +367,7 @@ TEST(BackendConformance, EveryCaseOnEveryBackendMatchesTheReference) {
   for (auto& c : linear_cases()) cases.push_back(std::move(c));
   for (auto& c : opaque_cases()) cases.push_back(std::move(c));
   for (auto& c : rnn_cases()) cases.push_back(std::move(c.c));
+  for (auto& c : quant_lstm_cases()) cases.push_back(std::move(c));
   for (auto& c : model_cases()) cases.push_back(std::move(c));
 
   const std::vector<std::string> names = {"cpu", "cuda"};
@@ -401,6 +478,35 @@ TEST(BackendConformance, Batch1LstmMatchesTheReferenceOnEveryInstructionSet) {
   }
   cpu::batch1_lstm_allow_avx512(true);
   EXPECT_GE(checked, 5);
+}
+
+// The CPU's DynamicQuantizeLSTM step gives the reference's bits exactly (tolerance 0), on one
+// thread and on two (its directions side by side), and its outputs are not degenerate.
+TEST(BackendConformance, DynamicQuantizeLstmStepReproducesTheReferenceExactly) {
+  if (!std::getenv("KORCH_CACHE_DIR")) setenv("KORCH_CACHE_DIR", "/tmp/korch-cache-conformance-tests", 1);
+  std::unique_ptr<Backend> cpu = make_backend("cpu");
+  runtime::Device& dev = *cpu->check_device();
+  const int threads_before = cpu::cpu_threads();
+  for (const Case& c : quant_lstm_cases()) {
+    const EmittedKernel k = cpu->emit(*c.g, c.c);
+    ASSERT_TRUE(k.ok) << c.name << ": " << k.reason;
+    ASSERT_TRUE(k.recipe.contains("linear")) << c.name << " is not the CPU step: " << k.recipe.dump().substr(0, 300);
+    EXPECT_EQ(k.recipe["linear"].value("op", ""), "DynamicQuantizeLSTM") << c.name;
+    const std::vector<Tensor> values = reference_values(*c.g, 91);
+    for (ValueId v : k.outputs) {
+      const Tensor& t = values[static_cast<size_t>(v)];
+      double sq = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) sq += t.get_as_double(i) * t.get_as_double(i);
+      EXPECT_GT(std::sqrt(sq / static_cast<double>(t.numel())), 0.05) << c.name << ": a vanishing output";
+    }
+    for (int threads : {1, 2}) {
+      cpu::set_cpu_threads(threads);
+      std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, nullptr);
+      KernelProbe probe(dev, *kernel, k, *c.g, values);
+      EXPECT_EQ(probe.check(0.0), "") << c.name << " on " << threads << " threads";
+    }
+  }
+  cpu::set_cpu_threads(threads_before);
 }
 
 // The rnn family above passes on the CPU as library calls, not as the interpreter checked against

@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ir/ops/quant_lstm.h"
 #include "ir/ops/rnn_internal.h"
 
 namespace korch {
@@ -182,19 +183,20 @@ void add_scaled_row(int32_t a, const Q* q, int32_t zp, int64_t n, int32_t* sum) 
   for (int64_t j = 0; j < n; ++j) sum[j] += a * (static_cast<int32_t>(q[j]) - zp);
 }
 
-// acc[m, n] += (a_scale * w.scale[n]) * sum_k (qa[m, k] - a_zp) * (w[k, n] - w.zp): exact int32
-// sums, over blocks of columns (vectorised along n; in parallel over rows and blocks, also for
-// one row: a step's recurrent product is a whole matrix).
+// sums[m, n] = sum_k (qa[m, k] - a_zp) * (w[k, n] - w.zp): exact int32 sums, over blocks of
+// columns (vectorised along n; in parallel over rows and blocks, also for one row: a step's
+// recurrent product is a whole matrix).
 template <typename C>
-void quantized_gemm(const int32_t* qa, int32_t a_zp, C a_scale, int64_t M, int64_t K, int64_t G, const QuantMatrix<C>& w,
-                    C* acc) {
+void int_products(const int32_t* qa, int32_t a_zp, int64_t M, int64_t K, int64_t G, const QuantMatrix<C>& w,
+                  int32_t* sums) {
   constexpr int64_t kBlock = 256;
   const int64_t blocks = (G + kBlock - 1) / kBlock;
 #pragma omp parallel for collapse(2) if (K * G >= 262144)
   for (int64_t m = 0; m < M; ++m)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t n0 = blk * kBlock, nn = std::min(kBlock, G - n0);
-      int32_t sum[kBlock] = {};
+      int32_t* sum = sums + m * G + n0;
+      std::fill(sum, sum + nn, 0);
       for (int64_t k = 0; k < K; ++k) {
         const int32_t a = qa[m * K + k] - a_zp;
         if (a == 0) continue;
@@ -203,8 +205,6 @@ void quantized_gemm(const int32_t* qa, int32_t a_zp, C a_scale, int64_t M, int64
         else
           add_scaled_row(a, w.u8 + k * G + n0, w.zp, nn, sum);
       }
-      for (int64_t j = 0; j < nn; ++j)
-        acc[m * G + n0 + j] += (a_scale * w.scale[static_cast<size_t>(n0 + j)]) * static_cast<C>(sum[j]);
     }
 }
 
@@ -245,47 +245,27 @@ std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
     ws.push_back(load_matrix<C>(ctx.input(1), ctx.input(8), ctx.input(9), d, I, G, c.per_column_w, "W"));
     rs.push_back(load_matrix<C>(ctx.input(2), ctx.input(10), ctx.input(11), d, H, G, c.per_column_r, "R"));
   }
+  std::vector<C> h(H0), cell(C0);
   auto direction = [&](int64_t d) {
-    const bool reverse = c.reverse_only || d == 1;
-    const QuantMatrix<C>& w = ws[static_cast<size_t>(d)];
-    const QuantMatrix<C>& r = rs[static_cast<size_t>(d)];
-    std::vector<int32_t> qa(static_cast<size_t>(std::max(S * N * I, N * H)));
-    std::vector<C> xproj(static_cast<size_t>(S * N * G)), xs(static_cast<size_t>(S * N * I));
-    std::vector<C> bias(static_cast<size_t>(G));
-    for (int64_t n = 0; n < G; ++n)
-      bias[static_cast<size_t>(n)] = B[static_cast<size_t>(d * 2 * G + n)] + B[static_cast<size_t>(d * 2 * G + G + n)];
-    // X in this direction's step order; its projection through W for every step at once.
-    for (int64_t s = 0; s < S; ++s) {
-      const int64_t t = reverse ? S - 1 - s : s;
-      std::copy_n(X.data() + t * N * I, N * I, xs.data() + s * N * I);
-    }
-    C x_scale;
-    int32_t x_zp;
-    dynamic_params(xs.data(), S * N * I, x_scale, x_zp);
-    quantize(xs.data(), S * N * I, x_scale, x_zp, qa.data());
-    quantized_gemm(qa.data(), x_zp, x_scale, S * N, I, G, w, xproj.data());
-
-    std::vector<C> h(H0.begin() + d * N * H, H0.begin() + (d + 1) * N * H);
-    std::vector<C> cell(C0.begin() + d * N * H, C0.begin() + (d + 1) * N * H);
-    const C* p = has_p ? P.data() + d * 3 * H : nullptr;
-    const Activation* act = c.acts.data() + d * 3;
-    for (int64_t s = 0; s < S; ++s) {
-      const int64_t t = reverse ? S - 1 - s : s;
-      C* pre = xproj.data() + s * N * G;  // becomes the step's pre-activations in place
-      for (int64_t b = 0; b < N; ++b) {
-        C* row = pre + b * G;
-        C h_scale;
-        int32_t h_zp;
-        dynamic_params(h.data() + b * H, H, h_scale, h_zp);
-        quantize(h.data() + b * H, H, h_scale, h_zp, qa.data());
-        quantized_gemm(qa.data(), h_zp, h_scale, 1, H, G, r, row);
-        for (int64_t n = 0; n < G; ++n) row[n] += bias[static_cast<size_t>(n)];
-        lstm_step(row, p, act, c.input_forget, c.has_clip, c.clip, H, cell.data() + b * H, h.data() + b * H);
-        if (y) std::copy_n(h.data() + b * H, H, y + ((t * ND + d) * N + b) * H);
-      }
-    }
-    if (yh) std::copy(h.begin(), h.end(), yh + d * N * H);
-    if (yc) std::copy(cell.begin(), cell.end(), yc + d * N * H);
+    quant_lstm::Direction<C> dir;
+    dir.S = S, dir.N = N, dir.I = I, dir.H = H, dir.d = d, dir.ND = ND;
+    dir.reverse = c.reverse_only || d == 1;
+    dir.x = X.data();
+    dir.b = B.data() + d * 2 * G;
+    dir.p = has_p ? P.data() + d * 3 * H : nullptr;
+    dir.w_scale = ws[static_cast<size_t>(d)].scale.data();
+    dir.r_scale = rs[static_cast<size_t>(d)].scale.data();
+    dir.act = c.acts.data() + d * 3;
+    dir.input_forget = c.input_forget, dir.has_clip = c.has_clip, dir.clip = c.clip;
+    dir.h = h.data() + d * N * H;
+    dir.cell = cell.data() + d * N * H;
+    dir.y = y;
+    quant_lstm::run_direction<C>(dir, [&](bool recurrent, const int32_t* qa, int32_t a_zp, int64_t M, int32_t* sums) {
+      const QuantMatrix<C>& w = recurrent ? rs[static_cast<size_t>(d)] : ws[static_cast<size_t>(d)];
+      int_products(qa, a_zp, M, recurrent ? H : I, G, w, sums);
+    });
+    if (yh) std::copy_n(h.data() + d * N * H, N * H, yh + d * N * H);
+    if (yc) std::copy_n(cell.data() + d * N * H, N * H, yc + d * N * H);
   };
   // The two directions are independent: one thread each when there are two (the products inside
   // then run on that thread), the same numbers as one after the other.
@@ -299,6 +279,55 @@ std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
 }
 
 }  // namespace
+
+namespace quant_lstm {
+
+template <typename C>
+void run_direction(const Direction<C>& dir, const Products& products) {
+  const int64_t S = dir.S, N = dir.N, I = dir.I, H = dir.H, G = 4 * H;
+  std::vector<int32_t> qa(static_cast<size_t>(std::max(S * N * I, N * H)));
+  std::vector<int32_t> sums(static_cast<size_t>(S * N * G));
+  std::vector<C> xproj(static_cast<size_t>(S * N * G)), xs(static_cast<size_t>(S * N * I));
+  std::vector<C> bias(static_cast<size_t>(G), C(0));
+  if (dir.b)
+    for (int64_t n = 0; n < G; ++n) bias[static_cast<size_t>(n)] = dir.b[n] + dir.b[G + n];
+  // X in this direction's step order; its projection through W for every step at once.
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t t = dir.reverse ? S - 1 - s : s;
+    std::copy_n(dir.x + t * N * I, N * I, xs.data() + s * N * I);
+  }
+  C x_scale;
+  int32_t x_zp;
+  dynamic_params(xs.data(), S * N * I, x_scale, x_zp);
+  quantize(xs.data(), S * N * I, x_scale, x_zp, qa.data());
+  products(false, qa.data(), x_zp, S * N, sums.data());
+  for (int64_t i = 0; i < S * N * G; ++i)
+    xproj[static_cast<size_t>(i)] += (x_scale * dir.w_scale[i % G]) * static_cast<C>(sums[static_cast<size_t>(i)]);
+
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t t = dir.reverse ? S - 1 - s : s;
+    C* pre = xproj.data() + s * N * G;  // becomes the step's pre-activations in place
+    for (int64_t b = 0; b < N; ++b) {
+      C* row = pre + b * G;
+      C* h = dir.h + b * H;
+      C h_scale;
+      int32_t h_zp;
+      dynamic_params(h, H, h_scale, h_zp);
+      quantize(h, H, h_scale, h_zp, qa.data());
+      products(true, qa.data(), h_zp, 1, sums.data());
+      for (int64_t n = 0; n < G; ++n)
+        row[n] += (h_scale * dir.r_scale[n]) * static_cast<C>(sums[static_cast<size_t>(n)]);
+      for (int64_t n = 0; n < G; ++n) row[n] += bias[static_cast<size_t>(n)];
+      rnn::lstm_step(row, dir.p, dir.act, dir.input_forget, dir.has_clip, dir.clip, H, dir.cell + b * H, h);
+      if (dir.y) std::copy_n(h, H, dir.y + ((t * dir.ND + dir.d) * N + b) * H);
+    }
+  }
+}
+
+template void run_direction<float>(const Direction<float>&, const Products&);
+template void run_direction<double>(const Direction<double>&, const Products&);
+
+}  // namespace quant_lstm
 
 void register_quantized_rnn_ops(OpRegistry& reg) {
   OpDef def;

@@ -19,20 +19,20 @@
 // "plain" stays selectable for the profiler. MatMul always runs on plain src/dst (what oneDNN
 // picks anyway) with `any` weights when they are constant (blocked once, e.g. ba16a64b).
 #include "runtime/cpu/cpu_linear_step.h"
-#include "runtime/cpu/cpu_dnnl.h"
-#include "runtime/cpu/cpu_rnn_step.h"
 
 #include <fmt/format.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 #include <utility>
 
+#include "runtime/cpu/cpu_dnnl.h"
+#include "runtime/cpu/cpu_quant_lstm_step.h"
+#include "runtime/cpu/cpu_rnn_step.h"
 #include "support/error.h"
 
 namespace korch::cpu {
@@ -569,6 +569,7 @@ std::unique_ptr<LinearStep> LinearStep::create(const nlohmann::json& desc) {
   try {
     const std::string op = desc.at("op").get<std::string>();
     if (op == "LSTM" || op == "GRU" || op == "RNN") return create_rnn_step(desc);
+    if (op == "DynamicQuantizeLSTM") return create_quant_lstm_step(desc);
     return std::make_unique<DnnlLinearStep>(desc);
   } catch (const nlohmann::json::exception& e) {
     fail("malformed linear step description: {}", e.what());

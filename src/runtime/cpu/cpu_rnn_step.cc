@@ -280,28 +280,31 @@ void DnnlRnnStep::run(void* const* args) {
     state_out(Yh, dir.yh_own);
     state_out(Yc, dir.yc_own);
   };
-  if (D_ == 2 && omp_get_max_threads() >= 2 && !omp_in_parallel()) {
-    // The two directions are independent: one thread each, side by side (oneDNN runs a primitive
-    // on one thread inside a parallel region), instead of each on all threads in turn.
-    std::exception_ptr error[2];
-#pragma omp parallel num_threads(2)
-    {
-      const int k = omp_get_thread_num();
-      try {
-        run_direction(k);
-      } catch (...) {
-        error[k] = std::current_exception();
-      }
-    }
-    for (const std::exception_ptr& e : error)
-      if (e) std::rethrow_exception(e);
-  } else {
-    for (int64_t k = 0; k < D_; ++k) run_direction(k);
-  }
+  // The two directions are independent: side by side rather than each on all threads in turn.
+  for_each_direction(D_, run_direction);
 }
 
 }  // namespace
 
 std::unique_ptr<LinearStep> create_rnn_step(const nlohmann::json& desc) { return std::make_unique<DnnlRnnStep>(desc); }
+
+void for_each_direction(int64_t directions, const std::function<void(int64_t)>& fn) {
+  if (directions != 2 || omp_get_max_threads() < 2 || omp_in_parallel()) {
+    for (int64_t d = 0; d < directions; ++d) fn(d);
+    return;
+  }
+  std::exception_ptr error[2];
+#pragma omp parallel num_threads(2)
+  {
+    const int d = omp_get_thread_num();
+    try {
+      fn(d);
+    } catch (...) {
+      error[d] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : error)
+    if (e) std::rethrow_exception(e);
+}
 
 }  // namespace korch::cpu
