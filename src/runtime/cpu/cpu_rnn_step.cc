@@ -46,7 +46,8 @@ struct Direction {
   memory wl_user, wi_user, wl, wi;  // weights: ldigo user copy and the primitive's layout
   std::vector<float> wl_buf, wi_buf, bias, peephole;
   std::vector<float> x_own, h0_own, c0_own, y_own, yh_own, yc_own;  // copies, when not in place
-  dnnl::stream stream;                                              // its own: the two directions may run at once
+  // Its own stream: the two directions may run at once.
+  dnnl::stream stream;
 };
 
 class DnnlRnnStep final : public LinearStep {
