@@ -224,8 +224,8 @@ std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
   };
   const std::vector<C> X = load(opt(0), S * N * I);
   const std::vector<C> B = load(opt(3), ND * 2 * G);
-  const std::vector<C> H0 = load(opt(5), ND * N * H);
-  const std::vector<C> C0 = load(opt(6), ND * N * H);
+  std::vector<C> h = load(opt(5), ND * N * H);     // initial_h in, each direction's last Ht out
+  std::vector<C> cell = load(opt(6), ND * N * H);  // likewise initial_c
   const std::vector<C> P = load(opt(7), ND * 3 * H);
   const bool has_p = opt(7) != nullptr;
 
@@ -245,7 +245,6 @@ std::vector<Tensor> run(const QuantLstmConfig& c, const OpEvalContext& ctx) {
     ws.push_back(load_matrix<C>(ctx.input(1), ctx.input(8), ctx.input(9), d, I, G, c.per_column_w, "W"));
     rs.push_back(load_matrix<C>(ctx.input(2), ctx.input(10), ctx.input(11), d, H, G, c.per_column_r, "R"));
   }
-  std::vector<C> h(H0), cell(C0);
   auto direction = [&](int64_t d) {
     quant_lstm::Direction<C> dir;
     dir.S = S, dir.N = N, dir.I = I, dir.H = H, dir.d = d, dir.ND = ND;

@@ -113,31 +113,18 @@ bool avx512_here() {
 }
 
 // Rows 0..rows of X W + bias for block `wb`, six rows at a time (AVX2: 12 accumulators, 2 weights
-// and a broadcast, 15 of the 16 registers).
-void project(const float* x, int64_t rows, int64_t I, const float* wb, const float* bias, float* const* out) {
-  const bool wide = avx512_here();
+// and a broadcast, 15 of the 16 registers); `wide`: the AVX-512 kernels (avx512_here(), decided
+// once a run).
+void project(bool wide, const float* x, int64_t rows, int64_t I, const float* wb, const float* bias,
+             float* const* out) {
+  using Rows = void (*)(const float*, int64_t, const float*, const float*, float* const*);
+  static constexpr Rows kAvx2[6] = {project_rows<1>, project_rows<2>, project_rows<3>,
+                                    project_rows<4>, project_rows<5>, project_rows<6>};
+  static constexpr Rows kAvx512[6] = {project_rows512<1>, project_rows512<2>, project_rows512<3>,
+                                      project_rows512<4>, project_rows512<5>, project_rows512<6>};
   for (int64_t t = 0; t < rows; t += 6) {
-    const float* xt = x + t * I;
-    float* const* o = out + t;
-    switch (std::min<int64_t>(6, rows - t)) {
-      case 6:
-        wide ? project_rows512<6>(xt, I, wb, bias, o) : project_rows<6>(xt, I, wb, bias, o);
-        break;
-      case 5:
-        wide ? project_rows512<5>(xt, I, wb, bias, o) : project_rows<5>(xt, I, wb, bias, o);
-        break;
-      case 4:
-        wide ? project_rows512<4>(xt, I, wb, bias, o) : project_rows<4>(xt, I, wb, bias, o);
-        break;
-      case 3:
-        wide ? project_rows512<3>(xt, I, wb, bias, o) : project_rows<3>(xt, I, wb, bias, o);
-        break;
-      case 2:
-        wide ? project_rows512<2>(xt, I, wb, bias, o) : project_rows<2>(xt, I, wb, bias, o);
-        break;
-      default:
-        wide ? project_rows512<1>(xt, I, wb, bias, o) : project_rows<1>(xt, I, wb, bias, o);
-    }
+    const int64_t n = std::min<int64_t>(6, rows - t);
+    (wide ? kAvx512 : kAvx2)[n - 1](x + t * I, I, wb, bias, out + t);
   }
 }
 
@@ -289,7 +276,8 @@ void Batch1Lstm::run(const float* x, const float* h0, const float* c0, float* y,
     for (int64_t it = lo; it < hi; ++it) {
       const int64_t d = it / blocks_, b = it % blocks_;
       for (int64_t t = 0; t < T_; ++t) rows[static_cast<size_t>(t)] = xw_.data() + (t * D_ + d) * cols + b * kCols;
-      project(x, T_, I_, w_.data() + (d * blocks_ + b) * I_ * kCols, bias_.data() + d * cols + b * kCols, rows.data());
+      project(wide, x, T_, I_, w_.data() + (d * blocks_ + b) * I_ * kCols, bias_.data() + d * cols + b * kCols,
+              rows.data());
     }
     for (int64_t s = 0; s < T_; ++s) {
       const float* h_prev = h_.data() + (s % 2) * D_ * units;
