@@ -92,6 +92,8 @@ def main():
             continue
         res = json.loads(js.read_text())
         res["model"] = name
+        # A micro-batched artifact runs its batch-1 plan once per sample (korch compile --micro-batch).
+        res["micro_batches"] = json.loads((art / "manifest.json").read_text()).get("micro_batches", 1)
         rows.append({"model": name, "batch": batch, "compile_first_s": times[0], "compile_warm_s": times[1],
                      "kernels": int(kernels.group(1)) if kernels else None,
                      "primitives": int(kernels.group(2)) if kernels else None,
@@ -110,19 +112,21 @@ def main():
         "onnxruntime: ORT_ENABLE_ALL, intra-op threads = threads, sequential.  ",
         "OpenVINO: CPU, PERFORMANCE_HINT=LATENCY, INFERENCE_NUM_THREADS = threads, INFERENCE_PRECISION_HINT=f32, one stream.  ",
         f"Peer versions: {', '.join(versions) or '-'}.  ",
-        "unfused: Korch's own plan with one kernel per primitive (no orchestration).  ",
+        "unfused: Korch's own plan with one kernel per primitive (no orchestration), on the whole batch.  ",
+        "micro-batches: N when the artifact runs its batch-1 plan once per sample (`--micro-batch auto` found it faster "
+        "than the batch-N plan), else 1.  ",
         "reorders: layout conversions Korch's library calls make per run (`korch bench`).  ",
         "Compile: first = `korch compile` against the tuning database as found"
         + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.",
         "",
-        "| model | batch | prims | kernels | reorders | korch ms | onnxruntime ms | openvino ms | unfused ms | faster peer "
-        "| vs faster peer | fusion gain | compile first s | compile warm s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | batch | prims | kernels | micro-batches | reorders | korch ms | onnxruntime ms | openvino ms | unfused ms "
+        "| faster peer | vs faster peer | fusion gain | compile first s | compile warm s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     speedups = {}
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['batch']} | | | | {r['error']} | | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | |")
             continue
         k, u = r["korch"], r.get("korch_unfused")
         fp = r.get("faster_peer")
@@ -131,7 +135,8 @@ def main():
             speedups.setdefault(r["batch"], []).append(sp)
         vs = f"{sp:.2f}x" if sp else "-"
         gain = f"{u['median_ms'] / k['median_ms']:.2f}x" if u else "-"
-        lines.append(f"| {r['model']} | {r['batch']} | {r['primitives']} | {r['kernels']} | {k.get('reorders_per_run', '-')} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
+        lines.append(f"| {r['model']} | {r['batch']} | {r['primitives']} | {r['kernels']} | {r.get('micro_batches', 1)} | "
+                     f"{k.get('reorders_per_run', '-')} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
                      f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {gain} | "
                      f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |")
     for batch, sps in speedups.items():

@@ -77,6 +77,11 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
                  "Activation layout: channels-last runs convolutions and the work between them on [N, H, W, C] "
                  "tensors (no reorder around oneDNN's NHWC kernels); auto picks it where oneDNN prefers it")
       ->check(CLI::IsMember({"auto", "nchw", "channels-last"}));
+  app.add_option("--micro-batch", micro_batch,
+                 "A model whose batch holds independent samples can run as one run of its batch-1 plan per sample "
+                 "(activations stay in cache): auto compiles both, times them side by side and keeps the faster "
+                 "(measured costs), on uses it whenever the samples are independent, off never")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_flag("--redo", redo, "Measured costs: measure again what the tuning database already has for this model");
   app.add_option("--max-spread", max_spread_pct,
                  "Measured costs: the widest spread (p10-p90 over the median, %) a timing may have; a wider one is "
@@ -110,6 +115,7 @@ CompileOptions CompileFlags::options(const std::string& model, const std::functi
   o.verify = !no_verify;
   o.close_loop = !isolated_costs;
   o.layout = layout;
+  o.micro_batch = micro_batch;
   o.measured.redo = redo;
   if (max_spread_pct > 0) o.loop_max_spread = o.measured.measure.max_spread = max_spread_pct / 100;
   o.log = say;
@@ -188,6 +194,16 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
                o.unfused_seconds * 1e6, o.unfused_seconds / std::max(o.plan.total_seconds(), 1e-30),
                measured ? (options.close_loop ? "measured" : "isolated measured") : "analytic");
   }
+  if (r.micro.chosen)
+    fmt::print(
+        "  micro-batches: the batch of {} runs as {} runs of this batch-1 plan (the times above are one "
+        "sample's){}\n",
+        r.micro.batches, r.micro.batches,
+        r.micro.micro_s > 0 ? fmt::format(": {:.1f} us against {:.1f} us for the batch-{} plan (alternating runs)",
+                                          r.micro.micro_s * 1e6, r.micro.whole_s * 1e6, r.micro.batches)
+                            : "");
+  else if (r.micro.tried)
+    fmt::print("  micro-batches: not used: {}\n", r.micro.why_not);
   // "optimal" only when proven; a solver that stopped at the gap asked says so.
   const std::string status = s.status == SolveStatus::kOptimal && s.gap > 0
                                  ? fmt::format("within the {:.3g}% gap asked", 100 * options.orchestrate.rel_gap)
@@ -293,6 +309,9 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"unfused_noisy", l.unfused_noisy},
                         {"speedup", l.unfused_measured / std::max(l.plan_beside_unfused, 1e-30)}};
   }
+  if (r.micro.batches > 1)
+    j["micro_batch"] = {{"batches", r.micro.batches}, {"tried", r.micro.tried},     {"chosen", r.micro.chosen},
+                        {"whole_s", r.micro.whole_s}, {"micro_s", r.micro.micro_s}, {"why_not", r.micro.why_not}};
   if (r.verify.ran) {
     const VerifyReport& v = r.verify;
     j["verify"] = {{"device", v.device},         {"kernels", v.kernels},     {"reference", v.reference},

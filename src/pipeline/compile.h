@@ -20,6 +20,10 @@
 //                                 some kernel departed by more than 10%, solve again (3-6, 8) until
 //                                 the plan repeats (a few rounds at most); keep the fastest plan the
 //                                 loop ran; time it beside the unfused baseline (alternating runs)
+//     9. micro-batches            a model with a batch of N > 1 independent samples is compiled again
+//                                 at batch 1 (steps 1-8); N runs of that plan are timed beside the
+//                                 batch-N plan (alternating runs) and the faster is the artifact
+//                                 (pipeline/micro_batch.h)
 // `unfused` compiles the baseline instead: one kernel per primitive, no search; `korch bench` runs
 // it next to the optimised plan so the orchestration's own gain is visible.
 #pragma once
@@ -66,6 +70,9 @@ struct CompileOptions {
   double loop_max_spread = 0.15;    // a run whose spread is wider is taken again once, then marked noisy
   double loop_max_drift = kMaxDrift;  // a run that drifts more (LoopReport::Round::drift) is taken again once,
                                       // then not stored
+  // Step 9: "auto" (measured costs: time both, keep the faster), "on" (micro-batch whenever the
+  // model's samples are independent; no timing) or "off".
+  std::string micro_batch = "auto";
   std::string model_name;           // recorded in plan.json and the manifest
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
 };
@@ -108,6 +115,14 @@ struct LoopReport {
 // The closed loop's rounds as JSON (manifest.json and `korch compile --json` alike).
 nlohmann::json loop_rounds_json(const LoopReport& loop);
 
+struct MicroBatchReport {
+  int64_t batches = 1;              // the model's batch (the inputs' leading dimension); 1: not batched
+  bool tried = false;               // the batch-1 plan was compiled
+  bool chosen = false;              // the artifact runs it `batches` times
+  double whole_s = 0, micro_s = 0;  // "auto": the two, timed side by side (medians, seconds)
+  std::string why_not;              // not tried or not chosen: why
+};
+
 struct CompileResult {
   Graph primitives;
   OrchestrateResult orchestration;
@@ -119,6 +134,10 @@ struct CompileResult {
   LoopReport loop;
   runtime::MemoryReport memory;
   PlanMetadata meta;                   // timing per phase
+  // Step 9. When chosen, everything above describes the batch-1 plan (its graph, kernels and
+  // per-run times are one sample's); the manifest's plan_seconds and measured_seconds are N times
+  // its own.
+  MicroBatchReport micro;
 };
 
 // The defaults the CLI and the Python API share. Measured costs need a device to time kernels on:

@@ -10,7 +10,9 @@
 //    "inputs": [buffer ids], "outputs": [buffer ids], "input_names", "output_names",
 //    "kernels": [{"recipe": CpuKernelRecipe::to_json(), "args": [buffer ids], "note"}],
 //    "arena_bytes", "weights_bytes", "weights_checksum" (support/hash.h bytes_checksum of weights.bin),
-//    "memory": {"arena_bytes", "unfused_arena_bytes", "intermediate_bytes", "weights_bytes"}}
+//    "memory": {"arena_bytes", "unfused_arena_bytes", "intermediate_bytes", "weights_bytes"},
+//    "micro_batches" (only when > 1: every buffer is one sample's, inputs and outputs lead with 1,
+//                     and a run of the model on N samples runs the kernels N times)}
 // Buffer ids are positions in "buffers", not graph value ids: the graph is not in the artifact.
 #include "runtime/artifact.h"
 
@@ -217,6 +219,15 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
                               {"unfused_arena_bytes", mem.unfused_arena_bytes},
                               {"intermediate_bytes", mem.intermediate_bytes},
                               {"weights_bytes", mem.weights_bytes}}}};
+  if (c.micro_batches > 1) {
+    for (ValueId v : g.inputs)
+      KORCH_CHECK(!g.type(v).shape.empty() && g.type(v).shape[0] == 1, "micro-batched input {} is not one sample",
+                  g.value(v).name);
+    for (ValueId v : g.outputs)
+      KORCH_CHECK(!g.type(v).shape.empty() && g.type(v).shape[0] == 1, "micro-batched output {} is not one sample",
+                  g.value(v).name);
+    program["micro_batches"] = c.micro_batches;
+  }
   write_file_bytes((root / "program.json").string(), program_text(program));
 
   nlohmann::json module = c.write_module ? c.write_module(dir) : nlohmann::json::object();

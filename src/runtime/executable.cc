@@ -240,6 +240,17 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
     s.note = k.value("note", std::string());
     steps_.push_back(std::move(s));
   }
+  micro_batches_ = j.value("micro_batches", int64_t{1});
+  if (micro_batches_ < 1) fail("{}: micro_batches is {}", path, micro_batches_);
+  if (micro_batches_ > 1) {  // the buffers hold one sample; a run takes micro_batches of them
+    for (auto* types : {&input_types_, &output_types_})
+      for (TensorType& t : *types) {
+        if (t.shape.empty() || t.shape[0] != 1)
+          fail("{}: micro_batches is {} but an input or output ({}) does not lead with one sample", path,
+               micro_batches_, type_str(t));
+        t.shape[0] = micro_batches_;
+      }
+  }
   const auto& m = j.at("memory");
   memory_.arena_bytes = m.at("arena_bytes").get<int64_t>();
   memory_.unfused_arena_bytes = m.at("unfused_arena_bytes").get<int64_t>();
@@ -292,23 +303,37 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   if (inputs.size() != input_buffers_.size())
     fail("the artifact takes {} inputs ({}), got {}", input_buffers_.size(), fmt::join(input_names_, ", "),
          inputs.size());
-  Device& dev = *device_;
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i].type() != input_types_[i])
       fail("input '{}' expects {} but got {}", input_names_[i], type_str(input_types_[i]), type_str(inputs[i].type()));
-    const size_t b = static_cast<size_t>(input_buffers_[i]);
+  std::vector<Tensor> outputs;
+  outputs.reserve(output_buffers_.size());
+  for (const TensorType& t : output_types_) outputs.emplace_back(t);
+  for (int64_t m = 0; m < micro_batches_; ++m) run_sample(inputs, outputs, m);
+  device_->synchronize();
+  return outputs;
+}
+
+void Executable::run_sample(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, int64_t m) {
+  Device& dev = *device_;
+  // Where sample m lies in a graph input or output: the buffers hold one sample (the whole tensor
+  // unless micro-batched).
+  const auto at = [&](int id, auto* base) {
+    return base + static_cast<size_t>(m * buffers_[static_cast<size_t>(id)].type.byte_size());
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int id = input_buffers_[i];
+    const size_t b = static_cast<size_t>(id);
     if (dev.host_memory()) {
-      ptrs_[b] = const_cast<std::byte*>(inputs[i].raw());
+      ptrs_[b] = const_cast<std::byte*>(at(id, inputs[i].raw()));
     } else {
-      dev.upload(staging_[b], inputs[i].raw(), static_cast<int64_t>(inputs[i].nbytes()));
+      dev.upload(staging_[b], at(id, inputs[i].raw()), buffers_[b].type.byte_size());
       ptrs_[b] = staging_[b];
     }
   }
-  std::vector<Tensor> outputs;
-  outputs.reserve(output_buffers_.size());
-  for (int id : output_buffers_) {
-    outputs.emplace_back(buffers_[static_cast<size_t>(id)].type);
-    ptrs_[static_cast<size_t>(id)] = dev.host_memory() ? outputs.back().raw() : staging_[static_cast<size_t>(id)];
+  for (size_t o = 0; o < output_buffers_.size(); ++o) {
+    const int id = output_buffers_[o];
+    ptrs_[static_cast<size_t>(id)] = dev.host_memory() ? at(id, outputs[o].raw()) : staging_[static_cast<size_t>(id)];
   }
   for (int b : output_pieces_) ptrs_[static_cast<size_t>(b)] = piece_ptr(buffers_[static_cast<size_t>(b)]);
   if (step_timing_) {
@@ -339,15 +364,15 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   for (size_t o = 0; o < output_buffers_.size(); ++o) {
     const size_t id = static_cast<size_t>(output_buffers_[o]);
     const Buffer& b = buffers_[id];
-    const int64_t bytes = static_cast<int64_t>(outputs[o].nbytes());
+    const int64_t bytes = b.type.byte_size();
     if (bytes == 0) continue;
     const void* from = b.copy_from >= 0 ? ptrs_[static_cast<size_t>(b.copy_from)] : (dev.host_memory() ? nullptr : ptrs_[id]);
     if (!from) continue;  // written in place
-    if (dev.host_memory()) std::memcpy(outputs[o].raw(), from, static_cast<size_t>(bytes));
-    else dev.download(outputs[o].raw(), from, bytes);
+    if (dev.host_memory())
+      std::memcpy(at(output_buffers_[o], outputs[o].raw()), from, static_cast<size_t>(bytes));
+    else
+      dev.download(at(output_buffers_[o], outputs[o].raw()), from, bytes);
   }
-  dev.synchronize();
-  return outputs;
 }
 
 void Executable::issue(Step& s) {

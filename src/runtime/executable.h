@@ -43,7 +43,8 @@ class Executable {
   Executable& operator=(const Executable&) = delete;
 
   // `inputs` in input_names() order; throws korch::Error naming an input whose dtype or shape
-  // differs from input_types(). Returns the outputs in output_names() order.
+  // differs from input_types(). Returns the outputs in output_names() order. A micro-batched
+  // artifact (artifact.h) runs its kernels once per sample of the inputs' leading dimension.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
   const std::vector<std::string>& input_names() const { return input_names_; }
@@ -52,6 +53,7 @@ class Executable {
   const std::vector<TensorType>& output_types() const { return output_types_; }
   MemoryReport memory() const { return memory_; }
   size_t kernel_count() const { return steps_.size(); }
+  int64_t micro_batches() const { return micro_batches_; }  // kernel sequences a run issues
   const Device& device() const { return *device_; }
   // Per-kernel time in the model, for each run since set_step_timing(true) (`korch bench
   // --per-kernel`, the closed loop of measured costs). One synchronised clock read between
@@ -60,7 +62,7 @@ class Executable {
   struct StepTime {
     int step = 0;
     std::string note;
-    std::vector<double> samples;  // seconds, one per run
+    std::vector<double> samples;  // seconds, one per run (per sample when micro-batched)
     int64_t bytes = 0;  // the sizes of its input and output buffers: what it reads and writes at least
   };
   void set_step_timing(bool on);
@@ -110,6 +112,8 @@ class Executable {
   void* device_buffer(int64_t bytes);
   void* piece_ptr(const Buffer& b) const;  // where a piece is now: its holder's pointer + offset
   void issue(Step& s);  // points the step at this run's buffers and runs its kernel
+  // One sample's pass (micro-batched; else the whole run): inputs and outputs at sample m.
+  void run_sample(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, int64_t m);
 
   // Declaration order is destruction order reversed: kernels go before the module, buffers and
   // the device they live on.
@@ -126,6 +130,7 @@ class Executable {
   std::vector<Step> steps_;
   MemoryReport memory_;
   int64_t arena_bytes_ = 0;
+  int64_t micro_batches_ = 1;
   std::byte* arena_ = nullptr;
   const std::byte* weights_ = nullptr;  // mmap'ed weights.bin (host memory) or a device copy
   size_t weights_map_bytes_ = 0;        // > 0: weights_ is a mapping to unmap

@@ -1,0 +1,169 @@
+// Micro-batching (pipeline/micro_batch.h): which models split into independent samples, and the
+// artifact that runs the batch-1 plan once per sample.
+#include "pipeline/micro_batch.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "ir/interpreter.h"
+#include "ir/random.h"
+#include "ir/tensor_compare.h"
+#include "ir/text_format.h"
+#include "pipeline/compile.h"
+#include "runtime/executable.h"
+#include "support/file_io.h"
+#include "temp_dir.h"
+
+namespace korch {
+namespace {
+
+std::string values(std::mt19937_64& rng, int n) {
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  std::string s;
+  for (int i = 0; i < n; ++i) s += fmt::format("{}{:.4f}", i ? ", " : "", u(rng));
+  return "[" + s + "]";
+}
+
+// A small CNN at batch 4 whose flatten is a Reshape to the constant [4, -1], as exporters fold it.
+Graph conv_net() {
+  std::mt19937_64 rng(1);
+  return parse_graph(fmt::format(R"(graph t (opset 17) {{
+  input x: f32[4,3,8,8]
+  const w: f32[5,3,3,3] = {}
+  const s: i64[2] = [4, -1]
+  const v: f32[5,2] = {}
+  %c: f32[4,5,8,8] = Conv(x, w) {{kernel_shape=[3, 3], pads=[1, 1, 1, 1]}}
+  %r: f32[4,5,8,8] = Relu(c)
+  %p: f32[4,5,1,1] = GlobalAveragePool(r)
+  %f: f32[4,5] = Reshape(p, s)
+  %y: f32[4,2] = MatMul(f, v)
+  output y
+}})",
+                                 values(rng, 5 * 3 * 9), values(rng, 10)));
+}
+
+TEST(SplitBatch, AConvNetRunsOneSampleAtATime) {
+  const BatchSplit s = split_batch(conv_net());
+  ASSERT_TRUE(s.one) << s.why_not;
+  EXPECT_EQ(s.batches, 4);
+  EXPECT_EQ(s.one->type(s.one->inputs[0]).shape, (Shape{1, 3, 8, 8}));
+  EXPECT_EQ(s.one->type(s.one->outputs[0]).shape, (Shape{1, 2}));  // the folded [4, -1] became [1, -1]
+}
+
+TEST(SplitBatch, AReductionOverTheBatchIsRefused) {
+  const BatchSplit s = split_batch(parse_graph(R"(graph t (opset 17) {
+  input x: f32[4,6]
+  const a: i64[1] = [0]
+  %m: f32[1,6] = ReduceMean(x, a) {keepdims=1}
+  %y: f32[4,6] = Sub(x, m)
+  output y
+})"));
+  EXPECT_FALSE(s.one);
+  EXPECT_NE(s.why_not.find("not independent"), std::string::npos) << s.why_not;
+}
+
+TEST(SplitBatch, ABatchThatMovesOffTheLeadingAxisIsRefused) {
+  const BatchSplit s = split_batch(parse_graph(R"(graph t (opset 17) {
+  input x: f32[4,3,5]
+  %y: f32[3,4,5] = Transpose(x) {perm=[1, 0, 2]}
+  output y
+})"));
+  EXPECT_FALSE(s.one);
+  EXPECT_NE(s.why_not.find("does not lead with the batch"), std::string::npos) << s.why_not;
+}
+
+TEST(SplitBatch, BatchOneHasNothingToSplit) {
+  const BatchSplit s = split_batch(parse_graph(R"(graph t (opset 17) {
+  input x: f32[1,6]
+  %y: f32[1,6] = Relu(x)
+  output y
+})"));
+  EXPECT_FALSE(s.one);
+  EXPECT_EQ(s.batches, 1);
+}
+
+class MicroBatchCompile : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::getenv("KORCH_CACHE_DIR")) setenv("KORCH_CACHE_DIR", "/tmp/korch-cache-pipeline-tests", 1);
+  }
+  // The artifact in dir against the reference interpreter on the batch-4 model.
+  static void expect_runs_like_the_reference(const Graph& g, const std::string& dir) {
+    auto exe = runtime::Executable::load(dir);
+    ASSERT_EQ(exe->input_types()[0], g.type(g.inputs[0]));  // the model's batch, whatever runs inside
+    const std::vector<Tensor> inputs = random_inputs(g, 3);
+    const std::vector<Tensor> got = exe->run(inputs), want = interpret(g, inputs);
+    EXPECT_EQ(rel_l2_diff(got[0], want[0], 1e-4), "");
+  }
+  testing::TempDir dir_{"korch-micro-batch"};
+};
+
+TEST_F(MicroBatchCompile, OnRunsTheBatchOnePlanOncePerSample) {
+  const Graph g = conv_net();
+  CompileOptions o;
+  o.cost = CostSource::kAnalytic;
+  o.micro_batch = "on";
+  const CompileResult r = compile_model(g, dir_.path().string(), o);
+  ASSERT_TRUE(r.micro.chosen) << r.micro.why_not;
+  EXPECT_EQ(r.micro.batches, 4);
+  EXPECT_EQ(r.primitives.type(r.primitives.inputs[0]).shape[0], 1);
+  const auto manifest = nlohmann::json::parse(read_file_bytes((dir_.path() / "manifest.json").string()));
+  EXPECT_EQ(manifest.at("micro_batches").get<int>(), 4);
+  EXPECT_DOUBLE_EQ(manifest.at("plan_seconds").get<double>(), 4 * r.orchestration.plan.total_seconds());
+  auto exe = runtime::Executable::load(dir_.path().string());
+  EXPECT_EQ(exe->micro_batches(), 4);
+  expect_runs_like_the_reference(g, dir_.path().string());
+}
+
+TEST_F(MicroBatchCompile, AutoWithoutMeasuredCostsKeepsTheWholeBatch) {
+  const Graph g = conv_net();
+  CompileOptions o;
+  o.cost = CostSource::kAnalytic;  // nothing to time the two plans with
+  const CompileResult r = compile_model(g, dir_.path().string(), o);
+  EXPECT_FALSE(r.micro.tried);
+  EXPECT_EQ(runtime::Executable::load(dir_.path().string())->micro_batches(), 1);
+  expect_runs_like_the_reference(g, dir_.path().string());
+}
+
+// "auto" with measured costs times both plans side by side and keeps either; both run correctly.
+TEST_F(MicroBatchCompile, AutoTimesBothPlans) {
+  const Graph g = conv_net();
+  CompileOptions o;
+  o.measured.db_path = (dir_.path() / "tuning.db").string();
+  const std::string out = (dir_.path() / "a.korch").string();
+  const CompileResult r = compile_model(g, out, o);
+  ASSERT_TRUE(r.micro.tried) << r.micro.why_not;
+  EXPECT_GT(r.micro.whole_s, 0);
+  EXPECT_GT(r.micro.micro_s, 0);
+  EXPECT_EQ(r.micro.chosen, r.micro.micro_s < 0.97 * r.micro.whole_s);
+  EXPECT_EQ(runtime::Executable::load(out)->micro_batches(), r.micro.chosen ? 4 : 1);
+  expect_runs_like_the_reference(g, out);
+  // Nothing of the batch-1 compile is left beside the artifact.
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path()))
+    EXPECT_EQ(e.path().filename().string().find(".micro-"), std::string::npos) << e.path();
+}
+
+// A program that says it is micro-batched must hold one sample per input and output.
+TEST_F(MicroBatchCompile, TheLoaderRefusesAMicroBatchedProgramWithWholeBatchBuffers) {
+  const Graph g = conv_net();
+  CompileOptions o;
+  o.cost = CostSource::kAnalytic;
+  o.micro_batch = "off";
+  compile_model(g, dir_.path().string(), o);
+  const std::string program = (dir_.path() / "program.json").string();
+  auto j = nlohmann::json::parse(read_file_bytes(program));
+  j["micro_batches"] = 4;
+  write_file_bytes(program, j.dump());
+  try {
+    runtime::Executable::load(dir_.path().string());
+    FAIL() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not lead with one sample"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace korch
