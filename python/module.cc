@@ -199,10 +199,10 @@ py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, c
   d["kernels"] = r.orchestration.plan.kernels.size();
   d["primitives"] = r.primitives.nodes.size();
   // A whole run's: a micro-batched artifact runs its batch-1 plan once per sample.
-  const double runs = r.micro.chosen ? static_cast<double>(r.micro.batches) : 1.0;
+  const double runs = static_cast<double>(r.micro.runs());
   d["predicted_seconds"] = runs * (r.loop.ran ? r.loop.predicted : r.orchestration.plan.total_seconds());
   d["measured_seconds"] = r.loop.ran ? py::object(py::float_(runs * r.loop.measured)) : py::object(py::none());
-  d["micro_batches"] = r.micro.chosen ? r.micro.batches : int64_t{1};
+  d["micro_batches"] = r.micro.runs();
   d["solver_status"] = solve_status_name(r.orchestration.selection.solve.status);
   d["gap"] = r.orchestration.selection.solve.gap;
   d["cost_model"] = r.cost_model;

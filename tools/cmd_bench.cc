@@ -488,9 +488,10 @@ Command add_bench(CLI::App& app) {
     // A micro-batched artifact runs its batch-1 plan once per sample (pipeline/micro_batch.h); the
     // unfused baseline runs the whole batch, so the gain over it is fusion's and micro-batching's.
     const int64_t micro = exe->micro_batches();
-    const std::string layout_note =
-        fmt::format("{} reorders per run ({:.2f} MB), {} layout handoffs{}", reorders.count, reorders.bytes / 1e6,
-                    exe->layout_handoffs(), micro > 1 ? fmt::format("; {} runs of its batch-1 plan", micro) : "");
+    const int64_t micro_size = micro > 1 ? exe->input_types().at(0).shape.at(0) / micro : 0;
+    const std::string layout_note = fmt::format(
+        "{} reorders per run ({:.2f} MB), {} layout handoffs{}", reorders.count, reorders.bytes / 1e6,
+        exe->layout_handoffs(), micro > 1 ? fmt::format("; {} runs of its batch-{} plan", micro, micro_size) : "");
     row("korch", tk, layout_note);
     const Peer* faster = nullptr;
     const auto peers_ran = std::count_if(peers.begin(), peers.end(), [](const Peer& p) { return p.ok; });
@@ -544,7 +545,7 @@ Command add_bench(CLI::App& app) {
       fmt::print(
           "\n  kernels in the model{}: sum of per-kernel medians {:.3f} ms, of their predicted costs {:.3f} ms; "
           "each kernel's time includes one clock read ({:.2f} us)\n",
-          micro > 1 ? " (one sample's run of the batch-1 plan)" : "", total * 1e3, total_pred * 1e3,
+          micro > 1 ? fmt::format(" (one run of the batch-{} plan)", micro_size) : "", total * 1e3, total_pred * 1e3,
           clock_read_s * 1e6);
       fmt::print("  top kernels (median ms in the model, share, predicted ms, in-model / predicted, MB its buffers "
                  "hold, GB/s over them):\n");

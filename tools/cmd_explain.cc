@@ -118,9 +118,9 @@ Command add_explain(CLI::App& app) {
                  unfused_s * 1e6, unfused_s / std::max(plan_s, 1e-30));
       if (const int64_t n = c.value("micro_batches", int64_t{1}); n > 1)
         fmt::print(
-            "  micro-batched: the model's batch of {} runs as {} runs of this batch-1 plan (costs above are one "
-            "sample's)\n",
-            n, n);
+            "  micro-batched: a run of the model is {} runs of this plan on micro-batches of its inputs (costs "
+            "above are one run's)\n",
+            n);
       fmt::print("  solver: {} via {}, status {}, objective {:.3f} us, bound {:.3f} us, gap {:.3g}%, {:.2f} s{}\n",
                  s.at("source").get<std::string>(), s.at("name").get<std::string>(),
                  s.at("status").get<std::string>(), s.at("objective_s").get<double>() * 1e6,

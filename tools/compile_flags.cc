@@ -78,10 +78,15 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
                  "tensors (no reorder around oneDNN's NHWC kernels); auto picks it where oneDNN prefers it")
       ->check(CLI::IsMember({"auto", "nchw", "channels-last"}));
   app.add_option("--micro-batch", micro_batch,
-                 "A model whose batch holds independent samples can run as one run of its batch-1 plan per sample "
-                 "(activations stay in cache): auto compiles both, times them side by side and keeps the faster "
-                 "(measured costs), on uses it whenever the samples are independent, off never")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+                 "A model whose batch holds independent samples can run as several runs of a smaller batch's plan "
+                 "(activations stay in cache): auto compiles micro-batches of 4 and 1, times them beside the whole "
+                 "batch and keeps the fastest (measured costs on the CPU); on: micro-batches of 1 whenever the "
+                 "samples are independent; a number K: micro-batches of K; off: never")
+      ->check([](const std::string& v) {
+        const bool number =
+            !v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string::npos && std::stoll(v) > 0;
+        return v == "auto" || v == "on" || v == "off" || number ? "" : "auto, on, off or a micro-batch size";
+      });
   app.add_flag("--redo", redo, "Measured costs: measure again what the tuning database already has for this model");
   app.add_option("--max-spread", max_spread_pct,
                  "Measured costs: the widest spread (p10-p90 over the median, %) a timing may have; a wider one is "
@@ -196,13 +201,12 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
   }
   if (r.micro.chosen)
     fmt::print(
-        "  micro-batches: the batch of {} runs as {} runs of this batch-1 plan (the times above are one "
-        "sample's){}\n",
-        r.micro.batches, r.micro.batches,
+        "  micro-batches: the batch of {} runs as {} runs of this batch-{} plan (the times above are one run's){}\n",
+        r.micro.batches, r.micro.runs(), r.micro.size,
         r.micro.micro_s > 0 ? fmt::format(": {:.1f} us against {:.1f} us for the batch-{} plan (alternating runs)",
                                           r.micro.micro_s * 1e6, r.micro.whole_s * 1e6, r.micro.batches)
                             : "");
-  else if (r.micro.tried)
+  else if (!r.micro.trials.empty())
     fmt::print("  micro-batches: not used: {}\n", r.micro.why_not);
   // "optimal" only when proven; a solver that stopped at the gap asked says so.
   const std::string status = s.status == SolveStatus::kOptimal && s.gap > 0
@@ -309,9 +313,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"unfused_noisy", l.unfused_noisy},
                         {"speedup", l.unfused_measured / std::max(l.plan_beside_unfused, 1e-30)}};
   }
-  if (r.micro.batches > 1)
-    j["micro_batch"] = {{"batches", r.micro.batches}, {"tried", r.micro.tried},     {"chosen", r.micro.chosen},
-                        {"whole_s", r.micro.whole_s}, {"micro_s", r.micro.micro_s}, {"why_not", r.micro.why_not}};
+  if (r.micro.batches > 1) j["micro_batch"] = micro_batch_json(r.micro);
   if (r.verify.ran) {
     const VerifyReport& v = r.verify;
     j["verify"] = {{"device", v.device},         {"kernels", v.kernels},     {"reference", v.reference},

@@ -165,8 +165,8 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
     binds: inputs fixed to values (they fold into the graph), as `--bind`.
     output: the artifact folder to write; by default a temporary one removed with the Executable.
     layout: "auto", "nchw" or "channels-last", as `--layout`.
-    micro_batch: "auto", "on" or "off", as `--micro-batch` (a batch of independent samples run as one
-    run of the batch-1 plan per sample, where that is faster).
+    micro_batch: "auto", "on", "off" or a size, as `--micro-batch` (a batch of independent samples run
+    as several runs of a smaller batch's plan, where that is faster).
     memory_budget: bytes, as `--memory-budget` (None: no bound).
     The rest are `korch compile`'s flags of the same names (--gap, --time-limit, --isolated-costs as
     closed_loop=False, --no-recompute as recompute=False, --no-rewrite-choices as

@@ -91,7 +91,7 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
     contents.kernels.push_back(std::move(ak));
   }
   contents.write_module = [&](const std::string& d) { return backend.write_module(d, kernels); };
-  const int64_t samples = r.micro.chosen ? r.micro.batches : 1;  // runs of this plan per model run
+  const int64_t samples = r.micro.runs();  // runs of this plan per model run
   contents.micro_batches = samples;
   contents.manifest_extra = {{"model", r.meta.model},
                              {"device", backend.name()},
@@ -112,12 +112,11 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
                                                {"unfused_measured_s", r.loop.unfused_measured},
                                                {"plan_beside_unfused_s", r.loop.plan_beside_unfused}};
   }
-  if (r.micro.chosen) contents.manifest_extra["micro_batches"] = r.micro.batches;
-  if (r.micro.chosen)
-    contents.manifest_extra["micro_batch"] = {{"batches", r.micro.batches},
-                                              {"plan_seconds_per_sample", plan.total_seconds()},
-                                              {"whole_batch_measured_s", r.micro.whole_s},
-                                              {"micro_batched_measured_s", r.micro.micro_s}};
+  if (r.micro.chosen) {
+    contents.manifest_extra["micro_batches"] = samples;
+    contents.manifest_extra["micro_batch"] = micro_batch_json(r.micro);
+    contents.manifest_extra["micro_batch"]["plan_seconds_per_micro_batch"] = plan.total_seconds();
+  }
   const int64_t budget = o.orchestrate.memory_budget;
   if (budget >= 0) contents.manifest_extra["memory_budget"] = budget;
   runtime::MemoryReport mem = runtime::write_artifact(dir, contents);
@@ -625,70 +624,6 @@ CompileResult compile_graph(const Graph& model, const std::string& artifact_dir,
   return r;
 }
 
-// Step 9: the model at batch 1, run once per sample, in place of the batch-N plan when it is faster
-// ("auto") or whenever the samples are independent ("on").
-void consider_micro_batches(const Graph& model, const std::string& dir, const CompileOptions& o, Backend* backend,
-                            CompileResult& r) {
-  auto say = [&](const std::string& s) {
-    if (o.log) o.log(s);
-  };
-  MicroBatchReport m;
-  const auto t = Clock::now();
-  BatchSplit split = split_batch(model, o.measured.seed);
-  m.batches = split.batches;
-  if (!split.one) {
-    m.why_not = split.why_not;
-    if (m.batches > 1) say("micro-batches: not used: " + m.why_not);
-    r.micro = m;
-    return;
-  }
-  m.tried = true;
-  say(fmt::format("micro-batches: the {} samples are independent: compiling the model at batch 1", m.batches));
-  const std::string mdir = fmt::format("{}.micro-{}", dir, getpid());
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{mdir};
-  CompileOptions mo = o;
-  mo.micro_batch = "off";
-  if (o.log) mo.log = [&](const std::string& s) { o.log("batch 1: " + s); };
-  CompileResult one = compile_graph(*split.one, mdir, mo, backend);
-  one.micro = m;
-  one.micro.chosen = true;  // written as N runs of the batch-1 plan, so the two take the same inputs
-  one.meta.cost_extra["micro_batches"] = m.batches;  // plan.json: its costs are one sample's
-  one.memory = write_artifact_files(mdir, one.primitives, *backend, one, mo);
-  bool keep = true;
-  if (o.micro_batch == "auto") {
-    const SideBySide side = run_side_by_side(dir, mdir, o.cpu_threads);
-    m.whole_s = one.micro.whole_s = side.a;
-    m.micro_s = one.micro.micro_s = side.b;
-    // 3%: the noise two alternating medians keep on this kind of machine; a tie keeps one plan.
-    keep = side.b < 0.97 * side.a;
-    say(
-        fmt::format("micro-batches: {} runs of the batch-1 plan {:.1f} us against the batch-{} plan {:.1f} us "
-                    "(alternating runs): {}",
-                    m.batches, side.b * 1e6, m.batches, side.a * 1e6, keep ? "kept" : "not kept"));
-    if (keep) one.memory = write_artifact_files(mdir, one.primitives, *backend, one, mo);  // with the times
-  }
-  if (keep) {
-    for (const auto& entry : std::filesystem::directory_iterator(mdir)) {
-      const std::filesystem::path to = std::filesystem::path(dir) / entry.path().filename();
-      std::filesystem::remove_all(to);
-      std::filesystem::rename(entry.path(), to);
-    }
-    for (const auto& [phase, seconds] : r.meta.timing) one.meta.timing[phase] += seconds;  // both graphs' phases
-    r = std::move(one);
-  } else {
-    m.why_not = fmt::format("{} runs of the batch-1 plan took {:.1f} us against {:.1f} us at batch {}", m.batches,
-                            m.micro_s * 1e6, m.whole_s * 1e6, m.batches);
-    r.micro = m;
-  }
-  r.meta.timing["micro_batch"] = since(t);
-}
-
 }  // namespace
 
 CompileResult compile_model(const Graph& model, const std::string& artifact_dir, const CompileOptions& o) {
@@ -697,18 +632,29 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   };
   const auto t_start = Clock::now();
   const int64_t cache_limit = cache_cap();  // a malformed $KORCH_CACHE_MAX_SIZE fails before any work
-  if (o.micro_batch != "auto" && o.micro_batch != "on" && o.micro_batch != "off")
-    fail("unknown micro-batch mode '{}' (auto, on or off)", o.micro_batch);
+  const std::vector<int64_t> micro_sizes = micro_batch_sizes(o.micro_batch);  // fails on a bad mode first
   BackendOptions bo;
   bo.cpu_threads = o.cpu_threads;
   std::unique_ptr<Backend> owned = o.backend ? nullptr : make_backend(o.target, bo);
   Backend* backend = o.backend ? o.backend : owned.get();
   CompileResult r = compile_graph(model, artifact_dir, o, backend);
-  // "auto" decides by timing both artifacts here (run_side_by_side), so it needs measured costs and
-  // a target that runs on this machine: the CPU (a CUDA artifact's timing device may be the emulator).
-  const bool timed_here = o.cost == CostSource::kMeasured && backend->name() == "cpu";
-  if (!o.unfused && (o.micro_batch == "on" || (o.micro_batch == "auto" && timed_here)))
-    consider_micro_batches(model, artifact_dir, o, backend, r);
+  // "auto" decides by timing the artifacts here (run_side_by_side), so it needs measured costs and a
+  // target that runs on this machine: the CPU (a CUDA artifact's timing device may be the emulator).
+  const bool timed = o.micro_batch == "auto";
+  if (!o.unfused && !micro_sizes.empty() && (!timed || (o.cost == CostSource::kMeasured && backend->name() == "cpu"))) {
+    MicroBatchSteps steps;
+    steps.compile = [&](const Graph& g, const std::string& dir, int64_t k) {
+      CompileOptions mo = o;
+      mo.micro_batch = "off";
+      if (o.log) mo.log = [&o, k](const std::string& line) { o.log(fmt::format("batch {}: {}", k, line)); };
+      return compile_graph(g, dir, mo, backend);
+    };
+    steps.write = [&](CompileResult& micro, const std::string& dir) {
+      micro.meta.cost_extra["micro_batches"] = micro.micro.runs();  // plan.json: its costs are one micro-batch's
+      micro.memory = write_artifact_files(dir, micro.primitives, *backend, micro, o);
+    };
+    choose_micro_batches(model, artifact_dir, micro_sizes, timed, o.cpu_threads, r, steps, say);
+  }
   // The compiled-kernel cache stays under its cap (cache_folder.h): least recently used out first.
   if (cache_limit >= 0) {
     const TrimResult trimmed = trim_compiled(korch_cache_root(), cache_limit);

@@ -21,8 +21,8 @@
 //                                 the plan repeats (a few rounds at most); keep the fastest plan the
 //                                 loop ran; time it beside the unfused baseline (alternating runs)
 //     9. micro-batches            a model with a batch of N > 1 independent samples is compiled again
-//                                 at batch 1 (steps 1-8); N runs of that plan are timed beside the
-//                                 batch-N plan (alternating runs) and the faster is the artifact
+//                                 at batch k (steps 1-8); N / k runs of that plan are timed beside
+//                                 the batch-N plan (alternating runs) and the faster is the artifact
 //                                 (pipeline/micro_batch.h)
 // `unfused` compiles the baseline instead: one kernel per primitive, no search; `korch bench` runs
 // it next to the optimised plan so the orchestration's own gain is visible.
@@ -70,8 +70,9 @@ struct CompileOptions {
   double loop_max_spread = 0.15;    // a run whose spread is wider is taken again once, then marked noisy
   double loop_max_drift = kMaxDrift;  // a run that drifts more (LoopReport::Round::drift) is taken again once,
                                       // then not stored
-  // Step 9: "auto" (measured costs: time both, keep the faster), "on" (micro-batch whenever the
-  // model's samples are independent; no timing) or "off".
+  // Step 9: "auto" (measured costs on the CPU: micro-batches of 4 and 1 timed against the batch-N
+  // plan, the fastest kept), "on" (micro-batches of 1 whenever the samples are independent; no
+  // timing), a number k (micro-batches of k, no timing) or "off".
   std::string micro_batch = "auto";
   std::string model_name;           // recorded in plan.json and the manifest
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
@@ -116,12 +117,22 @@ struct LoopReport {
 nlohmann::json loop_rounds_json(const LoopReport& loop);
 
 struct MicroBatchReport {
-  int64_t batches = 1;              // the model's batch (the inputs' leading dimension); 1: not batched
-  bool tried = false;               // the batch-1 plan was compiled
-  bool chosen = false;              // the artifact runs it `batches` times
-  double whole_s = 0, micro_s = 0;  // "auto": the two, timed side by side (medians, seconds)
-  std::string why_not;              // not tried or not chosen: why
+  int64_t batches = 1;  // the model's batch N (the inputs' leading dimension); 1: not batched
+  int64_t size = 1;     // the micro-batch k of the artifact, when chosen
+  bool chosen = false;  // the artifact runs its batch-k plan N / k times
+  struct Trial {
+    int64_t size = 1;          // k
+    double seconds = 0;        // its N / k runs, timed beside the best plan so far ("auto")
+    double against = 0;        // that plan, in the same alternating runs
+    int64_t against_size = 0;  // its k (0: the batch-N plan)
+    bool kept = false;
+  };
+  std::vector<Trial> trials;        // micro-batch sizes compiled, in order
+  double whole_s = 0, micro_s = 0;  // "auto": the batch-N plan and the chosen one, as timed (seconds)
+  std::string why_not;              // not chosen: why
+  int64_t runs() const { return chosen ? batches / size : 1; }  // plan runs per model run
 };
+nlohmann::json micro_batch_json(const MicroBatchReport& m);
 
 struct CompileResult {
   Graph primitives;
@@ -134,9 +145,9 @@ struct CompileResult {
   LoopReport loop;
   runtime::MemoryReport memory;
   PlanMetadata meta;                   // timing per phase
-  // Step 9. When chosen, everything above describes the batch-1 plan (its graph, kernels and
-  // per-run times are one sample's); the manifest's plan_seconds and measured_seconds are N times
-  // its own.
+  // Step 9. When chosen, everything above describes the batch-k plan (its graph, kernels and
+  // per-run times are one micro-batch's); the manifest's plan_seconds and measured_seconds are
+  // N / k times its own.
   MicroBatchReport micro;
 };
 

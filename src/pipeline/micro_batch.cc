@@ -1,34 +1,39 @@
 #include "pipeline/micro_batch.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <set>
 
 #include "frontend/shape_inference.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/tensor_compare.h"
+#include "profile/in_model.h"
 #include "support/error.h"
 
 namespace korch {
 
 namespace {
 
-// Sample `i` of a tensor whose leading dimension holds the samples.
-Tensor sample(const Tensor& t, int64_t i, int64_t batches) {
+// Micro-batch `i` (samples i*k .. i*k+k-1) of a tensor whose leading dimension holds the samples.
+Tensor chunk(const Tensor& t, int64_t i, int64_t k) {
   Shape s = t.shape();
-  s[0] = 1;
+  const size_t bytes = t.nbytes() / static_cast<size_t>(s[0]) * static_cast<size_t>(k);
+  s[0] = k;
   Tensor out(t.dtype(), s);
-  const size_t bytes = t.nbytes() / static_cast<size_t>(batches);
   std::memcpy(out.raw(), t.raw() + static_cast<size_t>(i) * bytes, bytes);
   return out;
 }
 
 }  // namespace
 
-BatchSplit split_batch(const Graph& model, uint64_t seed) {
+BatchSplit split_batch(const Graph& model, int64_t k, uint64_t seed) {
   BatchSplit r;
+  r.size = k;
   if (model.inputs.empty()) {
     r.why_not = "the model has no inputs";
     return r;
@@ -51,11 +56,15 @@ BatchSplit split_batch(const Graph& model, uint64_t seed) {
       return r;
     }
   r.batches = n;
+  if (k < 1 || k >= n || n % k != 0) {
+    r.why_not = fmt::format("micro-batches of {} do not divide the batch of {}", k, n);
+    return r;
+  }
 
-  // The same graph at batch 1: inputs re-typed, every computed value's type inferred again.
+  // The same graph at batch k: inputs re-typed, every computed value's type inferred again.
   Graph g = model;
-  g.name = model.name + " at batch 1";
-  for (ValueId v : g.inputs) g.value(v).type.shape[0] = 1;
+  g.name = fmt::format("{} at batch {}", model.name, k);
+  for (ValueId v : g.inputs) g.value(v).type.shape[0] = k;
   for (Node& node : g.nodes) {
     for (ValueId v : node.outputs)
       if (v != kNoValue) g.value(v).type = {};
@@ -65,9 +74,9 @@ BatchSplit split_batch(const Graph& model, uint64_t seed) {
         model.type(node.inputs[0]).shape.empty() || model.type(node.inputs[0]).shape[0] != n ||
         target.constant->data<int64_t>()[0] != n)
       continue;
-    Tensor one = target.constant->clone();  // copies share their data
-    one.data<int64_t>()[0] = 1;
-    node.inputs[1] = g.add_constant(target.name + "/batch1", std::move(one));
+    Tensor micro = target.constant->clone();  // copies share their data
+    micro.data<int64_t>()[0] = k;
+    node.inputs[1] = g.add_constant(fmt::format("{}/batch{}", target.name, k), std::move(micro));
   }
   try {
     infer_shapes_and_fold(g, g.name);
@@ -78,15 +87,15 @@ BatchSplit split_batch(const Graph& model, uint64_t seed) {
   g.remove_dead_code();  // the Reshape targets replaced above
   for (size_t o = 0; o < g.outputs.size(); ++o) {
     Shape want = model.type(model.outputs[o]).shape;
-    want[0] = 1;
+    want[0] = k;
     if (g.type(g.outputs[o]).shape != want) {
-      r.why_not = fmt::format("output '{}' is {} at batch 1, not {}", model.value(model.outputs[o]).name,
-                              type_str(g.type(g.outputs[o])), shape_str(want));
+      r.why_not = fmt::format("output '{}' is {} at batch {}, not {}", model.value(model.outputs[o]).name,
+                              type_str(g.type(g.outputs[o])), k, shape_str(want));
       return r;
     }
   }
 
-  // The same function: the whole batch against each sample alone, on the reference interpreter.
+  // The same function: the whole batch against micro-batches alone, on the reference interpreter.
   const std::vector<Tensor> inputs = random_inputs(model, seed);
   std::vector<Tensor> whole;
   try {
@@ -95,30 +104,138 @@ BatchSplit split_batch(const Graph& model, uint64_t seed) {
     r.why_not = fmt::format("the reference interpreter cannot run it ({})", e.what());
     return r;
   }
-  // A few samples (the first, the last, two between) alone: mixing shows in every sample it touches.
-  for (int64_t i : std::set<int64_t>{0, n / 3, 2 * n / 3, n - 1}) {
+  // A few micro-batches (the first, the last, two between) alone: mixing shows in every sample it
+  // touches.
+  const int64_t m = n / k;
+  for (int64_t i : std::set<int64_t>{0, m / 3, 2 * m / 3, m - 1}) {
     std::vector<Tensor> in;
-    for (const Tensor& t : inputs) in.push_back(sample(t, i, n));
+    for (const Tensor& t : inputs) in.push_back(chunk(t, i, k));
     std::vector<Tensor> out;
     try {
       out = interpret(g, in);
     } catch (const Error& e) {
-      r.why_not = fmt::format("its batch-1 graph does not run ({})", e.what());
+      r.why_not = fmt::format("its batch-{} graph does not run ({})", k, e.what());
       return r;
     }
     for (size_t o = 0; o < out.size(); ++o) {
-      const std::string diff = rel_l2_diff(out[o], sample(whole[o], i, n), 1e-5);
+      const std::string diff = rel_l2_diff(out[o], chunk(whole[o], i, k), 1e-5);
       if (!diff.empty()) {
         r.why_not = fmt::format(
-            "its samples are not independent: output '{}' of sample {} differs when computed "
-            "alone ({})",
-            model.value(model.outputs[o]).name, i, diff);
+            "its samples are not independent: output '{}' of samples {}-{} differs when "
+            "computed apart from the rest ({})",
+            model.value(model.outputs[o]).name, i * k, i * k + k - 1, diff);
         return r;
       }
     }
   }
-  r.one = std::move(g);
+  r.micro = std::move(g);
   return r;
+}
+
+std::vector<int64_t> micro_batch_sizes(const std::string& mode) {
+  if (mode == "auto") return {4, 1};
+  if (mode == "on") return {1};
+  if (mode == "off") return {};
+  int64_t k = 0;
+  if (!mode.empty() && mode.find_first_not_of("0123456789") == std::string::npos && mode.size() < 10)
+    k = std::stoll(mode);
+  if (k < 1) fail("unknown micro-batch mode '{}' (auto, on, off or a micro-batch size)", mode);
+  return {k};
+}
+
+nlohmann::json micro_batch_json(const MicroBatchReport& m) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : m.trials)
+    trials.push_back({{"size", t.size},
+                      {"seconds", t.seconds},
+                      {"against_seconds", t.against},
+                      {"against_size", t.against_size},
+                      {"kept", t.kept}});
+  return {{"batches", m.batches}, {"size", m.size},       {"chosen", m.chosen}, {"whole_s", m.whole_s},
+          {"micro_s", m.micro_s}, {"why_not", m.why_not}, {"trials", trials}};
+}
+
+void choose_micro_batches(const Graph& model, const std::string& dir, const std::vector<int64_t>& sizes, bool timed,
+                          int cpu_threads, CompileResult& r, const MicroBatchSteps& steps,
+                          const std::function<void(const std::string&)>& say) {
+  namespace fs = std::filesystem;
+  const auto t0 = std::chrono::steady_clock::now();
+  MicroBatchReport m;
+  // Folders beside `dir`, removed however this ends; the kept one's entries move into `dir`.
+  struct Folders {
+    std::vector<std::string> dirs;
+    ~Folders() {
+      std::error_code ec;
+      for (const std::string& d : dirs) fs::remove_all(d, ec);
+    }
+  } folders;
+  std::optional<CompileResult> best;  // the micro-batched artifact kept so far
+  std::string best_dir = dir;
+  for (int64_t k : sizes) {
+    BatchSplit split = split_batch(model, k);
+    m.batches = split.batches;
+    if (!split.micro) {
+      if (m.why_not.empty()) m.why_not = split.why_not;
+      continue;
+    }
+    say(fmt::format("micro-batches: the {} samples are independent: compiling the model at batch {}", m.batches, k));
+    const std::string kdir = fmt::format("{}.micro{}-{}", dir, k, getpid());
+    folders.dirs.push_back(kdir);
+    CompileResult micro = steps.compile(*split.micro, kdir, k);
+    micro.micro = m;
+    micro.micro.size = k;
+    micro.micro.chosen = true;  // written as N / k runs, so it takes the model's inputs
+    steps.write(micro, kdir);
+    MicroBatchReport::Trial trial{k, 0, 0, best ? best->micro.size : 0, !timed};
+    if (timed) {
+      const SideBySide side = run_side_by_side(best_dir, kdir, cpu_threads);
+      trial.seconds = side.b;
+      trial.against = side.a;
+      trial.kept = side.b < 0.97 * side.a;
+      if (!best) m.whole_s = side.a;
+      say(
+          fmt::format("micro-batches: {} runs of the batch-{} plan {:.1f} us against {} {:.1f} us (alternating runs): "
+                      "{}",
+                      m.batches / k, k, side.b * 1e6,
+                      best ? fmt::format("{} runs of the batch-{} plan", m.batches / best->micro.size, best->micro.size)
+                           : fmt::format("the batch-{} plan", m.batches),
+                      side.a * 1e6, trial.kept ? "kept" : "not kept"));
+    }
+    m.trials.push_back(trial);
+    if (trial.kept) {
+      best = std::move(micro);
+      best_dir = kdir;
+      m.micro_s = trial.seconds;
+    }
+    if (!timed && best) break;  // untimed: the first that splits
+  }
+  if (!best) {
+    if (!m.trials.empty()) {
+      m.why_not = fmt::format("the batch-{} plan was faster:", m.batches);
+      for (const auto& t : m.trials)
+        m.why_not += fmt::format(" {} runs of the batch-{} plan {:.1f} us against {:.1f} us;", m.batches / t.size,
+                                 t.size, t.seconds * 1e6, t.against * 1e6);
+      m.why_not.pop_back();
+    }
+    if (m.batches > 1) say("micro-batches: not used: " + m.why_not);
+    r.micro = m;
+  } else {
+    const int64_t k = best->micro.size;
+    best->micro = m;
+    best->micro.size = k;
+    best->micro.chosen = true;
+    m.why_not.clear();
+    best->micro.why_not.clear();
+    if (timed) steps.write(*best, best_dir);  // again, with the times
+    for (const auto& entry : fs::directory_iterator(best_dir)) {
+      const fs::path to = fs::path(dir) / entry.path().filename();
+      fs::remove_all(to);
+      fs::rename(entry.path(), to);
+    }
+    for (const auto& [phase, seconds] : r.meta.timing) best->meta.timing[phase] += seconds;  // every graph's phases
+    r = std::move(*best);
+  }
+  r.meta.timing["micro_batch"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace korch

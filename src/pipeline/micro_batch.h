@@ -1,37 +1,63 @@
-// Micro-batching: a batch of N independent samples run as N runs of the batch-1 plan.
+// Micro-batching: a batch of N independent samples run as N / k runs of the batch-k plan.
 //
 // At batch 16 a CNN's activations (77 MB for one of mobilenet_v2's expansions) stream from DRAM
 // between every pair of kernels; at batch 1 the same layers' activations (4.8 MB at most) stay in
 // the last-level cache and the weights are read from it N times. Measured on this 2-core EPYC
 // (bench/results/micro_batch.md): mobilenet_v2 16 x 3.5 ms against 71 ms for the batch-16 plan.
-// Which is faster depends on the model (resnet18's 3x3 convolutions reuse their weights across
-// the batch and win at batch 16), so compile_model times both and keeps the faster
-// (CompileOptions::micro_batch; compile.h).
+// A micro-batch of k > 1 reads each weight once for k samples (mobilenet_v2's 14 MB of weights
+// leave the cache when a neighbour on this VM claims it: 4 x batch 4 then ran 57-60 ms where
+// 16 x batch 1 ran 56-91). Which is fastest depends on the model (resnet18's 3x3 convolutions
+// reuse their weights across the batch and win at batch 16), so compile_model times the
+// candidates and keeps the fastest (CompileOptions::micro_batch; compile.h).
 //
-// split_batch(model): the model at batch 1, or why it cannot run that way. It applies when every
-// graph input and output has the same leading dimension N > 1: the inputs get 1 there, shapes are
-// inferred again, and a Reshape whose constant target shape starts with N (a batch folded into a
-// constant by the exporter) gets 1 there too. The result must give every output [1, rest...], and
-// it must compute the same function: the reference interpreter runs the model on seeded random
-// inputs, and the batch-1 graph on four of its samples (the first, the last, two between); every
-// output must agree within 1e-5 (relative L2), so an operator that mixes samples (a reduction over
-// the batch, a batch-first/sequence-first transpose) is caught whatever form it takes.
+// split_batch(model, k): the model at batch k, or why it cannot run that way. It applies when
+// every graph input and output has the same leading dimension N > 1 and k divides N (k < N): the
+// inputs get k there, shapes are inferred again, and a Reshape whose constant target shape starts
+// with N (a batch folded into a constant by the exporter) gets k there too. The result must give
+// every output [k, rest...], and it must compute the same function: the reference interpreter runs
+// the model on seeded random inputs, and the batch-k graph on four of its micro-batches (the
+// first, the last, two between); every output must agree within 1e-5 (relative L2), so an
+// operator that mixes samples (a reduction over the batch, a batch-first/sequence-first transpose)
+// is caught whatever form it takes.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
+#include "pipeline/compile.h"
 
 namespace korch {
 
 struct BatchSplit {
-  std::optional<Graph> one;  // the model at batch 1, when it splits
-  int64_t batches = 1;       // N
-  std::string why_not;       // when it does not (empty: it does)
+  std::optional<Graph> micro;  // the model at batch k, when it splits
+  int64_t batches = 1;         // N
+  int64_t size = 1;            // k
+  std::string why_not;         // when it does not (empty: it does)
 };
 
-BatchSplit split_batch(const Graph& model, uint64_t seed = 0);
+BatchSplit split_batch(const Graph& model, int64_t k = 1, uint64_t seed = 0);
+
+// The micro-batch sizes CompileOptions::micro_batch asks for, in the order they are tried:
+// "auto" {4, 1}, "on" {1}, "off" {}, "K" {K}. Throws on anything else.
+std::vector<int64_t> micro_batch_sizes(const std::string& mode);
+
+// compile_model's step 9, over its steps 1-8: compile(g, dir, k) compiles the batch-k graph into
+// the artifact folder dir; write(r, dir) writes r (r.micro set) there again, as a micro-batched
+// artifact. For each size (one that divides N and splits), the batch-k artifact is compiled beside
+// `dir` and, when `timed`, run beside the best artifact so far (run_side_by_side, alternating
+// runs): it replaces it when 3% faster (the noise two alternating medians keep here). Untimed, the
+// first size that splits is the artifact. `r` ends up describing the artifact in `dir`; every
+// other folder is removed, also on an exception.
+struct MicroBatchSteps {
+  std::function<CompileResult(const Graph& g, const std::string& dir, int64_t k)> compile;
+  std::function<void(CompileResult& r, const std::string& dir)> write;
+};
+void choose_micro_batches(const Graph& model, const std::string& dir, const std::vector<int64_t>& sizes, bool timed,
+                          int cpu_threads, CompileResult& r, const MicroBatchSteps& steps,
+                          const std::function<void(const std::string&)>& say);
 
 }  // namespace korch

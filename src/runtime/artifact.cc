@@ -11,8 +11,8 @@
 //    "kernels": [{"recipe": CpuKernelRecipe::to_json(), "args": [buffer ids], "note"}],
 //    "arena_bytes", "weights_bytes", "weights_checksum" (support/hash.h bytes_checksum of weights.bin),
 //    "memory": {"arena_bytes", "unfused_arena_bytes", "intermediate_bytes", "weights_bytes"},
-//    "micro_batches" (only when > 1: every buffer is one sample's, inputs and outputs lead with 1,
-//                     and a run of the model on N samples runs the kernels N times)}
+//    "micro_batches" (only when > 1: every buffer is one micro-batch's, of k samples, and a run of
+//                     the model on micro_batches x k samples runs the kernels micro_batches times)}
 // Buffer ids are positions in "buffers", not graph value ids: the graph is not in the artifact.
 #include "runtime/artifact.h"
 
@@ -220,12 +220,10 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
                               {"intermediate_bytes", mem.intermediate_bytes},
                               {"weights_bytes", mem.weights_bytes}}}};
   if (c.micro_batches > 1) {
-    for (ValueId v : g.inputs)
-      KORCH_CHECK(!g.type(v).shape.empty() && g.type(v).shape[0] == 1, "micro-batched input {} is not one sample",
-                  g.value(v).name);
-    for (ValueId v : g.outputs)
-      KORCH_CHECK(!g.type(v).shape.empty() && g.type(v).shape[0] == 1, "micro-batched output {} is not one sample",
-                  g.value(v).name);
+    for (const auto* values : {&g.inputs, &g.outputs})
+      for (ValueId v : *values)
+        KORCH_CHECK(!g.type(v).shape.empty(), "micro-batched input or output {} has no batch dimension",
+                    g.value(v).name);
     program["micro_batches"] = c.micro_batches;
   }
   write_file_bytes((root / "program.json").string(), program_text(program));

@@ -50,8 +50,9 @@ struct ArtifactContents {
   // (e.g. {"generator_version", "compiler"}). May be empty when no kernel has generated code.
   std::function<nlohmann::json(const std::string& dir)> write_module;
   nlohmann::json manifest_extra = nlohmann::json::object();  // merged into manifest.json last
-  // > 1: the graph is the model at batch 1 and a run is this many runs of it, one per sample of the
-  // inputs' leading dimension (pipeline/micro_batch.h); program.json's "micro_batches".
+  // > 1: the graph is the model at a micro-batch of k samples and a run is this many runs of it, one
+  // per k samples of the inputs' leading dimension (pipeline/micro_batch.h); program.json's
+  // "micro_batches".
   int64_t micro_batches = 1;
 };
 

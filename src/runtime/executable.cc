@@ -242,13 +242,13 @@ void Executable::parse_program(const nlohmann::json& j, const std::string& path)
   }
   micro_batches_ = j.value("micro_batches", int64_t{1});
   if (micro_batches_ < 1) fail("{}: micro_batches is {}", path, micro_batches_);
-  if (micro_batches_ > 1) {  // the buffers hold one sample; a run takes micro_batches of them
+  if (micro_batches_ > 1) {  // the buffers hold one micro-batch; a run takes micro_batches of them
     for (auto* types : {&input_types_, &output_types_})
       for (TensorType& t : *types) {
-        if (t.shape.empty() || t.shape[0] != 1)
-          fail("{}: micro_batches is {} but an input or output ({}) does not lead with one sample", path,
-               micro_batches_, type_str(t));
-        t.shape[0] = micro_batches_;
+        if (t.shape.empty())
+          fail("{}: micro_batches is {} but an input or output ({}) has no batch dimension", path, micro_batches_,
+               type_str(t));
+        t.shape[0] *= micro_batches_;
       }
   }
   const auto& m = j.at("memory");
@@ -309,15 +309,15 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs;
   outputs.reserve(output_buffers_.size());
   for (const TensorType& t : output_types_) outputs.emplace_back(t);
-  for (int64_t m = 0; m < micro_batches_; ++m) run_sample(inputs, outputs, m);
+  for (int64_t m = 0; m < micro_batches_; ++m) run_micro_batch(inputs, outputs, m);
   device_->synchronize();
   return outputs;
 }
 
-void Executable::run_sample(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, int64_t m) {
+void Executable::run_micro_batch(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, int64_t m) {
   Device& dev = *device_;
-  // Where sample m lies in a graph input or output: the buffers hold one sample (the whole tensor
-  // unless micro-batched).
+  // Where micro-batch m lies in a graph input or output: the buffers hold one micro-batch (the whole
+  // tensor unless micro-batched).
   const auto at = [&](int id, auto* base) {
     return base + static_cast<size_t>(m * buffers_[static_cast<size_t>(id)].type.byte_size());
   };

@@ -44,7 +44,7 @@ class Executable {
 
   // `inputs` in input_names() order; throws korch::Error naming an input whose dtype or shape
   // differs from input_types(). Returns the outputs in output_names() order. A micro-batched
-  // artifact (artifact.h) runs its kernels once per sample of the inputs' leading dimension.
+  // artifact (artifact.h) runs its kernels once per micro-batch of the inputs' leading dimension.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
   const std::vector<std::string>& input_names() const { return input_names_; }
@@ -62,7 +62,7 @@ class Executable {
   struct StepTime {
     int step = 0;
     std::string note;
-    std::vector<double> samples;  // seconds, one per run (per sample when micro-batched)
+    std::vector<double> samples;  // seconds, one per run (per micro-batch when micro-batched)
     int64_t bytes = 0;  // the sizes of its input and output buffers: what it reads and writes at least
   };
   void set_step_timing(bool on);
@@ -112,8 +112,8 @@ class Executable {
   void* device_buffer(int64_t bytes);
   void* piece_ptr(const Buffer& b) const;  // where a piece is now: its holder's pointer + offset
   void issue(Step& s);  // points the step at this run's buffers and runs its kernel
-  // One sample's pass (micro-batched; else the whole run): inputs and outputs at sample m.
-  void run_sample(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, int64_t m);
+  // One micro-batch's pass (else the whole run): inputs and outputs at micro-batch m.
+  void run_micro_batch(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, int64_t m);
 
   // Declaration order is destruction order reversed: kernels go before the module, buffers and
   // the device they live on.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "ir/interpreter.h"
@@ -47,10 +48,19 @@ Graph conv_net() {
 
 TEST(SplitBatch, AConvNetRunsOneSampleAtATime) {
   const BatchSplit s = split_batch(conv_net());
-  ASSERT_TRUE(s.one) << s.why_not;
+  ASSERT_TRUE(s.micro) << s.why_not;
   EXPECT_EQ(s.batches, 4);
-  EXPECT_EQ(s.one->type(s.one->inputs[0]).shape, (Shape{1, 3, 8, 8}));
-  EXPECT_EQ(s.one->type(s.one->outputs[0]).shape, (Shape{1, 2}));  // the folded [4, -1] became [1, -1]
+  EXPECT_EQ(s.micro->type(s.micro->inputs[0]).shape, (Shape{1, 3, 8, 8}));
+  EXPECT_EQ(s.micro->type(s.micro->outputs[0]).shape, (Shape{1, 2}));  // the folded [4, -1] became [1, -1]
+}
+
+TEST(SplitBatch, MicroBatchesOfTwo) {
+  const BatchSplit s = split_batch(conv_net(), 2);
+  ASSERT_TRUE(s.micro) << s.why_not;
+  EXPECT_EQ(s.micro->type(s.micro->inputs[0]).shape, (Shape{2, 3, 8, 8}));
+  EXPECT_EQ(s.micro->type(s.micro->outputs[0]).shape, (Shape{2, 2}));
+  EXPECT_FALSE(split_batch(conv_net(), 3).micro);  // 3 does not divide 4
+  EXPECT_FALSE(split_batch(conv_net(), 4).micro);  // the whole batch is no micro-batch
 }
 
 TEST(SplitBatch, AReductionOverTheBatchIsRefused) {
@@ -61,7 +71,7 @@ TEST(SplitBatch, AReductionOverTheBatchIsRefused) {
   %y: f32[4,6] = Sub(x, m)
   output y
 })"));
-  EXPECT_FALSE(s.one);
+  EXPECT_FALSE(s.micro);
   EXPECT_NE(s.why_not.find("not independent"), std::string::npos) << s.why_not;
 }
 
@@ -71,7 +81,7 @@ TEST(SplitBatch, ABatchThatMovesOffTheLeadingAxisIsRefused) {
   %y: f32[3,4,5] = Transpose(x) {perm=[1, 0, 2]}
   output y
 })"));
-  EXPECT_FALSE(s.one);
+  EXPECT_FALSE(s.micro);
   EXPECT_NE(s.why_not.find("does not lead with the batch"), std::string::npos) << s.why_not;
 }
 
@@ -81,7 +91,7 @@ TEST(SplitBatch, BatchOneHasNothingToSplit) {
   %y: f32[1,6] = Relu(x)
   output y
 })"));
-  EXPECT_FALSE(s.one);
+  EXPECT_FALSE(s.micro);
   EXPECT_EQ(s.batches, 1);
 }
 
@@ -123,7 +133,7 @@ TEST_F(MicroBatchCompile, AutoWithoutMeasuredCostsKeepsTheWholeBatch) {
   CompileOptions o;
   o.cost = CostSource::kAnalytic;  // nothing to time the two plans with
   const CompileResult r = compile_model(g, dir_.path().string(), o);
-  EXPECT_FALSE(r.micro.tried);
+  EXPECT_TRUE(r.micro.trials.empty());
   EXPECT_EQ(runtime::Executable::load(dir_.path().string())->micro_batches(), 1);
   expect_runs_like_the_reference(g, dir_.path().string());
 }
@@ -135,10 +145,13 @@ TEST_F(MicroBatchCompile, AutoTimesBothPlans) {
   o.measured.db_path = (dir_.path() / "tuning.db").string();
   const std::string out = (dir_.path() / "a.korch").string();
   const CompileResult r = compile_model(g, out, o);
-  ASSERT_TRUE(r.micro.tried) << r.micro.why_not;
-  EXPECT_GT(r.micro.whole_s, 0);
-  EXPECT_GT(r.micro.micro_s, 0);
-  EXPECT_EQ(r.micro.chosen, r.micro.micro_s < 0.97 * r.micro.whole_s);
+  ASSERT_EQ(r.micro.trials.size(), 1u) << r.micro.why_not;  // micro-batches of 4 are the whole batch: only 1 is tried
+  const MicroBatchReport::Trial& t = r.micro.trials[0];
+  EXPECT_EQ(t.size, 1);
+  EXPECT_GT(t.seconds, 0);
+  EXPECT_GT(t.against, 0);
+  EXPECT_EQ(t.kept, t.seconds < 0.97 * t.against);
+  EXPECT_EQ(r.micro.chosen, t.kept);
   EXPECT_EQ(runtime::Executable::load(out)->micro_batches(), r.micro.chosen ? 4 : 1);
   expect_runs_like_the_reference(g, out);
   // Nothing of the batch-1 compile is left beside the artifact.
@@ -146,8 +159,25 @@ TEST_F(MicroBatchCompile, AutoTimesBothPlans) {
     EXPECT_EQ(e.path().filename().string().find(".micro-"), std::string::npos) << e.path();
 }
 
-// A program that says it is micro-batched must hold one sample per input and output.
-TEST_F(MicroBatchCompile, TheLoaderRefusesAMicroBatchedProgramWithWholeBatchBuffers) {
+TEST_F(MicroBatchCompile, ANumberIsTheMicroBatchSize) {
+  const Graph g = conv_net();
+  CompileOptions o;
+  o.cost = CostSource::kAnalytic;
+  o.micro_batch = "2";
+  const CompileResult r = compile_model(g, dir_.path().string(), o);
+  ASSERT_TRUE(r.micro.chosen) << r.micro.why_not;
+  EXPECT_EQ(r.micro.size, 2);
+  EXPECT_EQ(r.micro.runs(), 2);
+  EXPECT_EQ(r.primitives.type(r.primitives.inputs[0]).shape[0], 2);
+  EXPECT_EQ(runtime::Executable::load(dir_.path().string())->micro_batches(), 2);
+  expect_runs_like_the_reference(g, dir_.path().string());
+  o.micro_batch = "two";
+  EXPECT_THROW(compile_model(g, dir_.path().string(), o), Error);
+}
+
+// The loader takes program.json's micro_batches as it is: buffers of one micro-batch, runs that take
+// micro_batches of them (and refuses a count below 1).
+TEST_F(MicroBatchCompile, TheLoaderRunsAProgramsMicroBatches) {
   const Graph g = conv_net();
   CompileOptions o;
   o.cost = CostSource::kAnalytic;
@@ -155,14 +185,23 @@ TEST_F(MicroBatchCompile, TheLoaderRefusesAMicroBatchedProgramWithWholeBatchBuff
   compile_model(g, dir_.path().string(), o);
   const std::string program = (dir_.path() / "program.json").string();
   auto j = nlohmann::json::parse(read_file_bytes(program));
-  j["micro_batches"] = 4;
+  j["micro_batches"] = 3;  // the batch-4 plan, three times: a batch of 12
   write_file_bytes(program, j.dump());
-  try {
-    runtime::Executable::load(dir_.path().string());
-    FAIL() << "loaded";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("does not lead with one sample"), std::string::npos) << e.what();
+  auto exe = runtime::Executable::load(dir_.path().string());
+  ASSERT_EQ(exe->input_types()[0].shape, (Shape{12, 3, 8, 8}));
+  std::mt19937_64 rng(4);
+  const Tensor x = random_tensor(exe->input_types()[0], rng);
+  const Tensor y = exe->run({x})[0];
+  ASSERT_EQ(y.shape(), (Shape{12, 2}));
+  for (int64_t m = 0; m < 3; ++m) {  // each run of 4 against the reference on those 4
+    Tensor xm(DType::kFloat32, {4, 3, 8, 8}), ym(DType::kFloat32, {4, 2});
+    std::memcpy(xm.raw(), x.raw() + m * xm.nbytes(), xm.nbytes());
+    std::memcpy(ym.raw(), y.raw() + m * ym.nbytes(), ym.nbytes());
+    EXPECT_EQ(rel_l2_diff(ym, interpret(g, {xm})[0], 1e-4), "") << "micro-batch " << m;
   }
+  j["micro_batches"] = 0;
+  write_file_bytes(program, j.dump());
+  EXPECT_THROW(runtime::Executable::load(dir_.path().string()), Error);
 }
 
 }  // namespace
