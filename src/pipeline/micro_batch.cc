@@ -179,7 +179,9 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
       continue;
     }
     say(fmt::format("micro-batches: the {} samples are independent: compiling the model at batch {}", m.batches, k));
-    const std::string kdir = fmt::format("{}.micro{}-{}", dir, k, getpid());
+    std::string base = dir;  // "out/" -> "out.micro4-PID", beside it, not inside
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    const std::string kdir = fmt::format("{}.micro{}-{}", base, k, getpid());
     folders.dirs.push_back(kdir);
     CompileResult micro = steps.compile(*split.micro, kdir, k);
     micro.micro = m;
@@ -217,7 +219,7 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
                                  t.size, t.seconds * 1e6, t.against * 1e6);
       m.why_not.pop_back();
     }
-    if (m.batches > 1) say("micro-batches: not used: " + m.why_not);
+    if (m.batches > 1 && m.trials.empty()) say("micro-batches: not used: " + m.why_not);  // else the summary says
     r.micro = m;
   } else {
     const int64_t k = best->micro.size;
