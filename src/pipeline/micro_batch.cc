@@ -14,6 +14,7 @@
 #include "ir/tensor_compare.h"
 #include "profile/in_model.h"
 #include "support/error.h"
+#include "support/file_io.h"
 
 namespace korch {
 
@@ -221,6 +222,12 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
     }
     if (m.batches > 1 && m.trials.empty()) say("micro-batches: not used: " + m.why_not);  // else the summary says
     r.micro = m;
+    if (!m.trials.empty()) {  // the trials that lost, in the batch-N artifact's manifest
+      const std::string path = (fs::path(dir) / "manifest.json").string();
+      nlohmann::json manifest = nlohmann::json::parse(read_file_bytes(path));
+      manifest["micro_batch"] = micro_batch_json(m);
+      write_file_bytes(path, manifest.dump(2) + "\n");
+    }
   } else {
     const int64_t k = best->micro.size;
     best->micro = m;

@@ -153,6 +153,8 @@ TEST_F(MicroBatchCompile, AutoTimesBothPlans) {
   EXPECT_EQ(t.kept, t.seconds < 0.97 * t.against);
   EXPECT_EQ(r.micro.chosen, t.kept);
   EXPECT_EQ(runtime::Executable::load(out)->micro_batches(), r.micro.chosen ? 4 : 1);
+  const auto manifest = nlohmann::json::parse(read_file_bytes((std::filesystem::path(out) / "manifest.json").string()));
+  EXPECT_EQ(manifest.at("micro_batch").at("trials").size(), 1u);  // chosen or not, the trial is on record
   expect_runs_like_the_reference(g, out);
   // Nothing of the batch-1 compile is left beside the artifact.
   for (const auto& e : std::filesystem::directory_iterator(dir_.path()))
