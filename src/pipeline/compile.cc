@@ -653,7 +653,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
       micro.meta.cost_extra["micro_batches"] = micro.micro.runs();  // plan.json: its costs are one micro-batch's
       micro.memory = write_artifact_files(dir, micro.primitives, *backend, micro, o);
     };
-    choose_micro_batches(model, artifact_dir, micro_sizes, timed, o.cpu_threads, r, steps, say);
+    choose_micro_batches(model, artifact_dir, micro_sizes, timed, o.cpu_threads, o.loop_max_spread, r, steps, say);
   }
   // The compiled-kernel cache stays under its cap (cache_folder.h): least recently used out first.
   if (cache_limit >= 0) {

@@ -125,6 +125,7 @@ struct MicroBatchReport {
     double seconds = 0;        // its N / k runs, timed beside the best plan so far ("auto")
     double against = 0;        // that plan, in the same alternating runs
     int64_t against_size = 0;  // its k (0: the batch-N plan)
+    bool noisy = false;        // spread above max_spread even when taken again
     bool kept = false;
   };
   std::vector<Trial> trials;        // micro-batch sizes compiled, in order

@@ -151,13 +151,14 @@ nlohmann::json micro_batch_json(const MicroBatchReport& m) {
                       {"seconds", t.seconds},
                       {"against_seconds", t.against},
                       {"against_size", t.against_size},
+                      {"noisy", t.noisy},
                       {"kept", t.kept}});
   return {{"batches", m.batches}, {"size", m.size},       {"chosen", m.chosen}, {"whole_s", m.whole_s},
           {"micro_s", m.micro_s}, {"why_not", m.why_not}, {"trials", trials}};
 }
 
 void choose_micro_batches(const Graph& model, const std::string& dir, const std::vector<int64_t>& sizes, bool timed,
-                          int cpu_threads, CompileResult& r, const MicroBatchSteps& steps,
+                          int cpu_threads, double max_spread, CompileResult& r, const MicroBatchSteps& steps,
                           const std::function<void(const std::string&)>& say) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
@@ -184,29 +185,48 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     const std::string kdir = fmt::format("{}.micro{}-{}", base, k, getpid());
     folders.dirs.push_back(kdir);
-    CompileResult micro = steps.compile(*split.micro, kdir, k);
-    micro.micro = m;
-    micro.micro.size = k;
-    micro.micro.chosen = true;  // written as N / k runs, so it takes the model's inputs
-    steps.write(micro, kdir);
-    MicroBatchReport::Trial trial{k, 0, 0, best ? best->micro.size : 0, !timed};
-    if (timed) {
-      const SideBySide side = run_side_by_side(best_dir, kdir, cpu_threads);
-      trial.seconds = side.b;
-      trial.against = side.a;
-      trial.kept = side.b < 0.97 * side.a;
-      if (!best) m.whole_s = side.a;
-      say(
-          fmt::format("micro-batches: {} runs of the batch-{} plan {:.1f} us against {} {:.1f} us (alternating runs): "
-                      "{}",
-                      m.batches / k, k, side.b * 1e6,
-                      best ? fmt::format("{} runs of the batch-{} plan", m.batches / best->micro.size, best->micro.size)
-                           : fmt::format("the batch-{} plan", m.batches),
-                      side.a * 1e6, trial.kept ? "kept" : "not kept"));
+    // A micro-batch that cannot be compiled or run (a kernel that fails its gate only at batch k)
+    // costs the model nothing: the batch-N artifact stands. Only I/O errors end the compile.
+    std::optional<CompileResult> micro;
+    MicroBatchReport::Trial trial{k, 0, 0, best ? best->micro.size : 0, false, !timed};
+    try {
+      micro = steps.compile(*split.micro, kdir, k);
+      micro->micro = m;
+      micro->micro.size = k;
+      micro->micro.chosen = true;  // written as N / k runs, so it takes the model's inputs
+      steps.write(*micro, kdir);
+      if (timed) {
+        // A wide spread (a busy or shifting machine) is taken again once, as the closed loop does.
+        SideBySide side = run_side_by_side(best_dir, kdir, cpu_threads);
+        if (std::max(side.spread_a, side.spread_b) > max_spread) {
+          say(fmt::format("micro-batches: the runs beside the batch-{} plan spread {:.0f}%: taking them again", k,
+                          100 * std::max(side.spread_a, side.spread_b)));
+          side = run_side_by_side(best_dir, kdir, cpu_threads);
+          trial.noisy = std::max(side.spread_a, side.spread_b) > max_spread;
+        }
+        trial.seconds = side.b;
+        trial.against = side.a;
+        trial.kept = !trial.noisy && side.b < 0.97 * side.a;  // no switch on a measurement that stayed noisy
+        if (!best) m.whole_s = side.a;
+        say(fmt::format(
+            "micro-batches: {} runs of the batch-{} plan {:.1f} us against {} {:.1f} us (alternating runs): {}",
+            m.batches / k, k, side.b * 1e6,
+            best ? fmt::format("{} runs of the batch-{} plan", m.batches / best->micro.size, best->micro.size)
+                 : fmt::format("the batch-{} plan", m.batches),
+            side.a * 1e6,
+            trial.kept    ? "kept"
+            : trial.noisy ? "not kept (still noisy)"
+                          : "not kept"));
+      }
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kIo) throw;
+      say(fmt::format("micro-batches: the batch-{} plan failed, so it is not used: {}", k, e.what()));
+      if (m.why_not.empty()) m.why_not = fmt::format("the batch-{} plan failed: {}", k, e.what());
+      continue;
     }
     m.trials.push_back(trial);
     if (trial.kept) {
-      best = std::move(micro);
+      best = std::move(*micro);
       best_dir = kdir;
       m.micro_s = trial.seconds;
     }

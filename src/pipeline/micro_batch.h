@@ -49,15 +49,16 @@ std::vector<int64_t> micro_batch_sizes(const std::string& mode);
 // the artifact folder dir; write(r, dir) writes r (r.micro set) there again, as a micro-batched
 // artifact. For each size (one that divides N and splits), the batch-k artifact is compiled beside
 // `dir` and, when `timed`, run beside the best artifact so far (run_side_by_side, alternating
-// runs): it replaces it when 3% faster (the noise two alternating medians keep here). Untimed, the
-// first size that splits is the artifact. `r` ends up describing the artifact in `dir`; every
-// other folder is removed, also on an exception.
+// runs; taken again once when either spread is above max_spread, and never chosen while it stays
+// so): it replaces it when 3% faster (the noise two alternating medians keep here). Untimed, the first size that splits
+// is the artifact. A size whose compile fails (korch::Error other than I/O) is skipped. `r` ends up describing the
+// artifact in `dir`; every other folder is removed, also on an exception.
 struct MicroBatchSteps {
   std::function<CompileResult(const Graph& g, const std::string& dir, int64_t k)> compile;
   std::function<void(CompileResult& r, const std::string& dir)> write;
 };
 void choose_micro_batches(const Graph& model, const std::string& dir, const std::vector<int64_t>& sizes, bool timed,
-                          int cpu_threads, CompileResult& r, const MicroBatchSteps& steps,
+                          int cpu_threads, double max_spread, CompileResult& r, const MicroBatchSteps& steps,
                           const std::function<void(const std::string&)>& say);
 
 }  // namespace korch
