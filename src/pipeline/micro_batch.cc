@@ -253,7 +253,6 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
     best->micro = m;
     best->micro.size = k;
     best->micro.chosen = true;
-    m.why_not.clear();
     best->micro.why_not.clear();
     if (timed) steps.write(*best, best_dir);  // again, with the times
     for (const auto& entry : fs::directory_iterator(best_dir)) {
