@@ -32,7 +32,7 @@ Tensor chunk(const Tensor& t, int64_t i, int64_t k) {
 
 }  // namespace
 
-BatchSplit split_batch(const Graph& model, int64_t k, uint64_t seed) {
+BatchSplit split_batch(const Graph& model, int64_t k, uint64_t seed, std::vector<Tensor>* whole_outputs) {
   BatchSplit r;
   r.size = k;
   if (model.inputs.empty()) {
@@ -72,11 +72,14 @@ BatchSplit split_batch(const Graph& model, int64_t k, uint64_t seed) {
     if (node.op_type != "Reshape" || node.inputs.size() < 2) continue;
     const Value& target = g.value(node.inputs[1]);
     if (!target.is_constant() || target.constant->dtype() != DType::kInt64 || target.constant->numel() == 0 ||
-        model.type(node.inputs[0]).shape.empty() || model.type(node.inputs[0]).shape[0] != n ||
-        target.constant->data<int64_t>()[0] != n)
+        model.type(node.inputs[0]).shape.empty() || model.type(node.inputs[0]).shape[0] % n != 0 ||
+        target.constant->data<int64_t>()[0] <= 0 || target.constant->data<int64_t>()[0] % n != 0)
       continue;
+    // [N, ...] -> [k, ...]; [N*H, ...] (heads folded into the batch) -> [k*H, ...], and back. A
+    // leading multiple of N that is not the batch gives another function, which the check below
+    // refuses.
     Tensor micro = target.constant->clone();  // copies share their data
-    micro.data<int64_t>()[0] = k;
+    micro.data<int64_t>()[0] = target.constant->data<int64_t>()[0] / n * k;
     node.inputs[1] = g.add_constant(fmt::format("{}/batch{}", target.name, k), std::move(micro));
   }
   try {
@@ -98,12 +101,15 @@ BatchSplit split_batch(const Graph& model, int64_t k, uint64_t seed) {
 
   // The same function: the whole batch against micro-batches alone, on the reference interpreter.
   const std::vector<Tensor> inputs = random_inputs(model, seed);
-  std::vector<Tensor> whole;
-  try {
-    whole = interpret(model, inputs);
-  } catch (const Error& e) {
-    r.why_not = fmt::format("the reference interpreter cannot run it ({})", e.what());
-    return r;
+  std::vector<Tensor> own;
+  std::vector<Tensor>& whole = whole_outputs ? *whole_outputs : own;
+  if (whole.empty()) {
+    try {
+      whole = interpret(model, inputs);
+    } catch (const Error& e) {
+      r.why_not = fmt::format("the reference interpreter cannot run it ({})", e.what());
+      return r;
+    }
   }
   // A few micro-batches (the first, the last, two between) alone: mixing shows in every sample it
   // touches.
@@ -173,8 +179,9 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
   } folders;
   std::optional<CompileResult> best;  // the micro-batched artifact kept so far
   std::string best_dir = dir;
+  std::vector<Tensor> whole;  // the reference run of the whole batch, shared by every size's check
   for (int64_t k : sizes) {
-    BatchSplit split = split_batch(model, k);
+    BatchSplit split = split_batch(model, k, 0, &whole);
     m.batches = split.batches;
     if (!split.micro) {
       if (m.why_not.empty()) m.why_not = split.why_not;

@@ -12,8 +12,9 @@
 //
 // split_batch(model, k): the model at batch k, or why it cannot run that way. It applies when
 // every graph input and output has the same leading dimension N > 1 and k divides N (k < N): the
-// inputs get k there, shapes are inferred again, and a Reshape whose constant target shape starts
-// with N (a batch folded into a constant by the exporter) gets k there too. The result must give
+// inputs get k there, shapes are inferred again, and a Reshape of a value leading with a multiple
+// of N whose constant target starts with a multiple of N (a batch folded into a constant by the
+// exporter, or heads folded into the batch: N*H, and back) gets k (k*H) there. The result must give
 // every output [k, rest...], and it must compute the same function: the reference interpreter runs
 // the model on seeded random inputs, and the batch-k graph on four of its micro-batches (the
 // first, the last, two between); every output must agree within 1e-5 (relative L2), so an
@@ -39,7 +40,10 @@ struct BatchSplit {
   std::string why_not;         // when it does not (empty: it does)
 };
 
-BatchSplit split_batch(const Graph& model, int64_t k = 1, uint64_t seed = 0);
+// whole_outputs: the reference interpreter's outputs of the whole batch on random_inputs(model,
+// seed), when the caller has them from an earlier call (filled in when empty).
+BatchSplit split_batch(const Graph& model, int64_t k = 1, uint64_t seed = 0,
+                       std::vector<Tensor>* whole_outputs = nullptr);
 
 // The micro-batch sizes CompileOptions::micro_batch asks for, in the order they are tried:
 // "auto" {4, 1}, "on" {1}, "off" {}, "K" {K}. Throws on anything else.

@@ -63,6 +63,22 @@ TEST(SplitBatch, MicroBatchesOfTwo) {
   EXPECT_FALSE(split_batch(conv_net(), 4).micro);  // the whole batch is no micro-batch
 }
 
+// Heads folded into the batch ([N, S, H*D] -> [N*H, S, D], as batch-first attention exports do).
+TEST(SplitBatch, AReshapeThatFoldsHeadsIntoTheBatch) {
+  const Graph g = parse_graph(R"(graph t (opset 17) {
+  input x: f32[4,3,6]
+  const s: i64[3] = [8, 3, 3]
+  const b: i64[3] = [4, 3, 6]
+  %h: f32[8,3,3] = Reshape(x, s)
+  %e: f32[8,3,3] = Exp(h)
+  %y: f32[4,3,6] = Reshape(e, b)
+  output y
+})");
+  const BatchSplit s = split_batch(g, 2);
+  ASSERT_TRUE(s.micro) << s.why_not;
+  EXPECT_EQ(s.micro->type(s.micro->outputs[0]).shape, (Shape{2, 3, 6}));
+}
+
 TEST(SplitBatch, AReductionOverTheBatchIsRefused) {
   const BatchSplit s = split_batch(parse_graph(R"(graph t (opset 17) {
   input x: f32[4,6]
