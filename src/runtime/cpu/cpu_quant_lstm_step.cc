@@ -22,8 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-enum { kX, kW, kR, kB, kSeqLens, kH0, kC0, kP };
-enum { kY, kYh, kYc };
+using namespace rnn_slots;
 constexpr int64_t kBlock = 64;  // columns one pass sums (8 vectors of 8 int32)
 
 // One direction's W or R for the products: (w[k, n] - zp) as int16, rows in pairs,
@@ -105,18 +104,10 @@ QuantLstmStep::QuantLstmStep(const json& d) : desc_(d) {
 #ifndef __AVX2__
   fail_unsupported("DynamicQuantizeLSTM step: this build has no AVX2");
 #endif
-  S_ = d.at("seq").get<int64_t>();
-  N_ = d.at("batch").get<int64_t>();
-  I_ = d.at("input").get<int64_t>();
-  H_ = d.at("hidden").get<int64_t>();
-  D_ = d.at("directions").get<int64_t>();
-  reverse_ = d.at("reverse").get<bool>();
-  in_ = d.at("input_slots").get<std::vector<int>>();
-  out_ = d.at("output_slots").get<std::vector<int>>();
-  in_.resize(12, -1);
-  out_.resize(3, -1);
-  if (in_[kX] < 0 || in_[kW] < 0 || in_[kR] < 0)
-    fail("DynamicQuantizeLSTM step without X, W or R arguments: {}", d.dump());
+  RnnDesc r = read_rnn_desc(d, 12, "DynamicQuantizeLSTM step");
+  S_ = r.seq, N_ = r.batch, I_ = r.input, H_ = r.hidden, D_ = r.directions, reverse_ = r.reverse;
+  in_ = std::move(r.in);
+  out_ = std::move(r.out);
   const int64_t G = 4 * H_;
   for (int64_t k = 0; k < D_; ++k)
     for (auto [list, K, key] :

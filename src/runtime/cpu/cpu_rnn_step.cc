@@ -36,8 +36,7 @@ using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
-enum { kX, kW, kR, kB, kSeqLens, kH0, kC0, kP };
-enum { kY, kYh, kYc };
+using namespace rnn_slots;
 
 struct Direction {
   dnnl::primitive prim;
@@ -88,20 +87,13 @@ dnnl::algorithm activation(const std::string& a) {
 
 DnnlRnnStep::DnnlRnnStep(const json& d) : stream_(cpu_engine()) {
   op_ = d.at("op").get<std::string>();
-  T_ = d.at("seq").get<int64_t>();
-  N_ = d.at("batch").get<int64_t>();
-  I_ = d.at("input").get<int64_t>();
-  hidden_ = d.at("hidden").get<int64_t>();
-  D_ = d.at("directions").get<int64_t>();
+  RnnDesc r = read_rnn_desc(d, 8, "RNN step description");
+  T_ = r.seq, N_ = r.batch, I_ = r.input, hidden_ = r.hidden, D_ = r.directions, reverse_ = r.reverse;
+  in_ = std::move(r.in);
+  out_ = std::move(r.out);
   layout_ = d.at("layout").get<int>();
-  reverse_ = d.at("reverse").get<bool>();
   lbr_ = d.at("linear_before_reset").get<bool>();
   peephole_ = d.at("peephole").get<bool>();
-  in_ = d.at("input_slots").get<std::vector<int>>();
-  out_ = d.at("output_slots").get<std::vector<int>>();
-  in_.resize(8, -1);
-  out_.resize(3, -1);
-  if (in_[kX] < 0 || in_[kW] < 0 || in_[kR] < 0) fail("RNN step description without X, W or R: {}", d.dump());
   const bool lstm = op_ == "LSTM", gru = op_ == "GRU";
   if (lstm && N_ == 1 && batch1_lstm_available()) {
     batch1_ = std::make_unique<Batch1Lstm>(T_, I_, hidden_, D_, reverse_, peephole_);
@@ -288,6 +280,22 @@ void DnnlRnnStep::run(void* const* args) {
 }  // namespace
 
 std::unique_ptr<LinearStep> create_rnn_step(const nlohmann::json& desc) { return std::make_unique<DnnlRnnStep>(desc); }
+
+RnnDesc read_rnn_desc(const json& d, size_t inputs, const char* what) {
+  RnnDesc r;
+  r.seq = d.at("seq").get<int64_t>();
+  r.batch = d.at("batch").get<int64_t>();
+  r.input = d.at("input").get<int64_t>();
+  r.hidden = d.at("hidden").get<int64_t>();
+  r.directions = d.at("directions").get<int64_t>();
+  r.reverse = d.at("reverse").get<bool>();
+  r.in = d.at("input_slots").get<std::vector<int>>();
+  r.out = d.at("output_slots").get<std::vector<int>>();
+  r.in.resize(inputs, -1);
+  r.out.resize(3, -1);
+  if (r.in[kX] < 0 || r.in[kW] < 0 || r.in[kR] < 0) fail("{} without X, W or R: {}", what, d.dump());
+  return r;
+}
 
 void for_each_direction(int64_t directions, const std::function<void(int64_t)>& fn) {
   if (directions != 2 || omp_get_max_threads() < 2 || omp_in_parallel()) {
