@@ -186,6 +186,12 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     if (l.unfused_noisy)
       fmt::print("  the runs beside the unfused plan were noisy (spread above {:.0f}%; a busy machine?): the gain "
                  "below is rough\n", 100 * options.loop_max_spread);
+    if (l.retaken)
+      fmt::print(
+          "  the kept plan's kernel-by-kernel run ({:.1f} us) departed from its runs beside the unfused plan by "
+          "more than {:.0f}% (the machine changed state): taken again, the faster kept{}\n",
+          l.first_measured * 1e6, 100 * kKeptAgreement,
+          l.agrees ? "" : "; the two still disagree, so the predicted latency is rough");
     if (!l.rounds.empty() && l.rounds.back().drifted)
       fmt::print("  the last in-model run drifted {:+.0f}% from the stored in-model times after a re-take (a busy "
                  "machine?): its times are not stored in the tuning database\n", (l.rounds.back().drift - 1) * 100);
@@ -311,6 +317,9 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"unfused_measured_s", l.unfused_measured},
                         {"plan_beside_unfused_s", l.plan_beside_unfused},
                         {"unfused_noisy", l.unfused_noisy},
+                        {"kept_run_retaken", l.retaken},
+                        {"kept_run_first_s", l.first_measured},
+                        {"kept_run_agrees", l.agrees},
                         {"speedup", l.unfused_measured / std::max(l.plan_beside_unfused, 1e-30)}};
   }
   if (r.micro.batches > 1) j["micro_batch"] = micro_batch_json(r.micro);

@@ -50,6 +50,9 @@ enum class CostSource { kMeasured, kAnalytic };
 // The closed loop's machine-drift bound: a run whose kernels' median in-model time moved more than
 // this from their stored in-model times is taken again, then not stored (close_the_loop).
 constexpr double kMaxDrift = 0.08;
+// The kept plan's kernel-by-kernel run and its runs beside the unfused plan agree within this, or
+// the first is taken again (settle_in_model_run).
+constexpr double kKeptAgreement = 0.10;
 
 struct CompileOptions {
   std::string target = "cpu";       // the backend (codegen/backend.h)
@@ -111,10 +114,16 @@ struct LoopReport {
   // gain printed and plan.json's unfused_s come from these two medians.
   double unfused_measured = 0, plan_beside_unfused = 0;
   bool unfused_noisy = false;  // either's spread was above loop_max_spread in those runs
+  // The kept plan's kernel-by-kernel run departed from plan_beside_unfused by more than
+  // kKeptAgreement and was taken again (the faster kept; first_measured: the first run's median);
+  // agrees: the kept run is within kKeptAgreement of plan_beside_unfused.
+  bool retaken = false, agrees = true;
+  double first_measured = 0;
 };
 
-// The closed loop's rounds as JSON (manifest.json and `korch compile --json` alike).
-nlohmann::json loop_rounds_json(const LoopReport& loop);
+// The closed loop's rounds as JSON (manifest.json and `korch compile --json` alike); `runs`: runs
+// of the plan per model run (a micro-batched artifact's manifest gives whole-run times).
+nlohmann::json loop_rounds_json(const LoopReport& loop, double runs = 1);
 
 struct MicroBatchReport {
   int64_t batches = 1;  // the model's batch N (the inputs' leading dimension); 1: not batched

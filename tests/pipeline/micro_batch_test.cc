@@ -193,6 +193,27 @@ TEST_F(MicroBatchCompile, ANumberIsTheMicroBatchSize) {
   EXPECT_THROW(compile_model(g, dir_.path().string(), o), Error);
 }
 
+// Every time in a micro-batched artifact's manifest is one model run's: its batch-k plan's times
+// (the closed loop's included) times the runs.
+TEST_F(MicroBatchCompile, AMicroBatchedManifestGivesWholeRunTimes) {
+  const Graph g = conv_net();
+  CompileOptions o;
+  o.measured.db_path = (dir_.path() / "tuning.db").string();
+  o.micro_batch = "2";
+  const std::string out = (dir_.path() / "m.korch").string();
+  const CompileResult r = compile_model(g, out, o);
+  ASSERT_TRUE(r.micro.chosen) << r.micro.why_not;
+  ASSERT_TRUE(r.loop.ran);
+  const auto m = nlohmann::json::parse(read_file_bytes((std::filesystem::path(out) / "manifest.json").string()));
+  EXPECT_DOUBLE_EQ(m.at("plan_seconds").get<double>(), 2 * r.orchestration.plan.total_seconds());
+  EXPECT_DOUBLE_EQ(m.at("measured_seconds").get<double>(), 2 * r.loop.measured);
+  const auto& loop = m.at("closed_loop");
+  EXPECT_DOUBLE_EQ(loop.at("plan_beside_unfused_s").get<double>(), 2 * r.loop.plan_beside_unfused);
+  EXPECT_DOUBLE_EQ(loop.at("unfused_measured_s").get<double>(), 2 * r.loop.unfused_measured);
+  EXPECT_DOUBLE_EQ(loop.at("rounds").at(0).at("measured_s").get<double>(), 2 * r.loop.rounds.at(0).measured);
+  expect_runs_like_the_reference(g, out);
+}
+
 // A micro-batch whose compile fails leaves the batch-N artifact as it was; an I/O error still ends
 // the compile.
 TEST(ChooseMicroBatches, AFailingMicroBatchLeavesTheWholeBatch) {
