@@ -66,6 +66,15 @@ class Backend {
   virtual std::string name() const = 0;  // "cpu" | "cuda": also the artifact's device tag
   // Bumped when generated code changes what or how fast it computes: part of tuning keys.
   virtual int generator_version() const = 0;
+  // What else a measured time of c depends on: the revision of the runtime step (a library call)
+  // that runs it, appended to its signature in the tuning key, so a change to one step's code
+  // re-measures the kernels that step runs and no other (a generator_version bump re-measures
+  // every kernel). "" for a kernel of generated code alone.
+  virtual std::string step_revision(const Graph& g, const KernelCandidate& c) const {
+    (void)g;
+    (void)c;
+    return "";
+  }
   virtual const FusionRules& fusion_rules() const = 0;
   // The roofline of the target (--cost analytic; optimistic lower bounds for pruning).
   virtual DeviceSpec analytic_spec() const = 0;

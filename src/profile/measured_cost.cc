@@ -106,6 +106,10 @@ MeasuredCostStats& MeasuredCostStats::operator+=(const MeasuredCostStats& o) {
   return *this;
 }
 
+std::string MeasuredCost::hash_of(const Graph& g, const KernelCandidate& c) const {
+  return content_hash(kernel_signature(g, c) + backend_.step_revision(g, c));
+}
+
 std::string MeasuredCost::key_of(const std::string& hash) const {
   return make_tuning_key(hash, device_, backend_.generator_version());
 }
@@ -125,7 +129,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   std::vector<std::string> keys;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (written_in_place(g, candidates[i])) continue;  // nothing to measure (cost())
-    hash_of_[i] = content_hash(kernel_signature(g, candidates[i]));
+    hash_of_[i] = hash_of(g, candidates[i]);
     if (first_of.emplace(hash_of_[i], static_cast<int>(i)).second) keys.push_back(key_of(hash_of_[i]));
   }
   stats_.signatures = static_cast<int64_t>(first_of.size());
@@ -463,7 +467,8 @@ KernelCost MeasuredCost::cost(const Graph& g, const KernelCandidate& c) {
   if (written_in_place(g, c)) return in_place_cost();
   std::string hash;
   if (base_ && &c >= base_ && &c < base_ + hash_of_.size()) hash = hash_of_[static_cast<size_t>(&c - base_)];
-  else hash = content_hash(kernel_signature(g, c));
+  else
+    hash = hash_of(g, c);
   auto it = by_hash_.find(hash);
   if (it == by_hash_.end()) return KernelCost::infeasible("not measured (prepare() was not given this kernel)");
   return it->second;

@@ -4,7 +4,8 @@
 //
 // prepare() does the work for the whole candidate list at once:
 //   1. canonical signature per candidate (kernel_signature.h); identical kernels are handled once;
-//   2. tuning-database lookup by (signature, device id, generator version): hits cost nothing;
+//   2. tuning-database lookup by (signature and the step revision of a library kernel
+//      (Backend::step_revision), device id, generator version): hits cost nothing;
 //   3. the rest is generated (Backend::emit); what cannot be emitted costs infinity with the
 //      generator's reason;
 //   4. single-primitive kernels are measured first; a larger kernel whose analytic lower bound
@@ -88,6 +89,9 @@ class MeasuredCost : public CostProvider {
   const std::string& device() const { return device_; }
 
  private:
+  // The tuning record's signature hash: the kernel's signature and its step's revision
+  // (Backend::step_revision).
+  std::string hash_of(const Graph& g, const KernelCandidate& c) const;
   std::string key_of(const std::string& hash) const;
   Backend& backend_;
   MeasuredCostOptions options_;

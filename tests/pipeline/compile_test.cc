@@ -354,6 +354,37 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   fs::remove(o.measured.db_path);
 }
 
+// A library step's revision keys the tuning records of the kernels it runs and no others: with the
+// linear step's revision bumped, a compile measures its convolution kernels again and finds the
+// generated ones in the database.
+class LinearStepBumped : public cpu::CpuBackend {
+ public:
+  std::string step_revision(const Graph& g, const KernelCandidate& c) const override {
+    return c.linear > 0 ? "|linear step r999" : cpu::CpuBackend::step_revision(g, c);
+  }
+};
+
+TEST_F(CompileModel, ALibraryStepRevisionMeasuresItsKernelsAgainAndNoOthers) {
+  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+  CompileOptions o;
+  o.model_name = "tiny_convnet";
+  o.measured.db_path = (dir_.string() + ".db");
+  o.close_loop = false;
+  o.micro_batch = "off";
+  cpu::CpuBackend plain;
+  EXPECT_EQ(plain.step_revision(g, KernelCandidate{}), "");  // revision 0: the records as stored before
+  const CompileResult first = compile_model(g, dir_.string(), o);
+  EXPECT_EQ(compile_model(g, dir_.string(), o).measured.measured, 0);  // all from the database
+  LinearStepBumped bumped;
+  o.backend = &bumped;
+  const CompileResult again = compile_model(g, dir_.string(), o);
+  EXPECT_GT(again.measured.measured, 0);                        // the convolution kernels
+  EXPECT_GT(again.measured.db_hits, 0);                         // the loop kernels
+  EXPECT_LT(again.measured.measured, first.measured.measured);  // not everything
+  EXPECT_EQ(compile_model(g, dir_.string(), o).measured.measured, 0);
+  fs::remove(o.measured.db_path);
+}
+
 // A time kept in the database for later compiles (a kernel's in-model time, the best plan) is
 // never one from a noisy run: with every run counted noisy, none is stored, and the loop does not
 // solve again on them. The unfused baseline is never stored: every compile times it beside its

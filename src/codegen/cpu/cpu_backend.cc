@@ -58,6 +58,18 @@ DeviceSpec CpuBackend::analytic_spec() const { return cpu_spec(); }
 
 bool CpuBackend::prefers_channels_last() const { return dnnl_runs_channels_last(); }
 
+std::string CpuBackend::step_revision(const Graph& g, const KernelCandidate& c) const {
+  const auto tag = [](const char* step, int revision) {
+    return revision == 0 ? std::string() : fmt::format("|{} step r{}", step, revision);
+  };
+  for (NodeId n : c.nodes) {
+    const std::string& op = g.nodes[static_cast<size_t>(n)].op_type;
+    if (op == "LSTM" || op == "GRU" || op == "RNN" || op == "DynamicQuantizeLSTM")
+      return tag("recurrent", kCpuRecurrentStepRevision);
+  }
+  return c.linear > 0 ? tag("linear", kCpuLinearStepRevision) : "";
+}
+
 EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c, const std::string& variant) const {
   EmittedKernel k;
   if (!variant.empty() && variant != kDirect && variant != kWinograd) {

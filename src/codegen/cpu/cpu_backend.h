@@ -23,12 +23,21 @@ namespace korch::cpu {
 
 class CpuDevice;
 
+// Revisions of the runtime steps that run library kernels (Backend::step_revision): the oneDNN
+// linear step (runtime/cpu/cpu_linear_step.h: convolutions, matrix products, their post-ops) and
+// the recurrent steps (LSTM, GRU, RNN, DynamicQuantizeLSTM). Bump one when its step's code changes
+// what or how fast it computes: the kernels it runs are measured again, the generated ones keep
+// their records. 0 adds nothing to the key (the records stored before revisions existed).
+constexpr int kCpuLinearStepRevision = 0;
+constexpr int kCpuRecurrentStepRevision = 0;
+
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(int threads = 2);
   ~CpuBackend() override;
   std::string name() const override { return "cpu"; }
   int generator_version() const override { return kCpuGeneratorVersion; }
+  std::string step_revision(const Graph& g, const KernelCandidate& c) const override;
   const FusionRules& fusion_rules() const override { return rules_; }
   DeviceSpec analytic_spec() const override;
   // variant: "direct" (the default) or "winograd" (oneDNN's Winograd convolution: see
