@@ -547,6 +547,8 @@ CompileResult compile_graph(const Graph& model, const std::string& artifact_dir,
     if (o.close_loop && !o.unfused) {
       in_model = std::make_unique<InModelCosts>(*measured, mo.db_path, measured->device(), backend->generator_version(),
                                                 model_key(p), mo.redo);
+      in_model->key_by_step_revision(
+          [backend](const Graph& g, const KernelCandidate& c) { return backend->step_revision(g, c); });
       provider = in_model.get();
     }
   } else {

@@ -146,7 +146,8 @@ InModelCosts::InModelCosts(CostProvider& inner, const std::string& db_path, std:
 InModelCosts::~InModelCosts() = default;
 
 std::string InModelCosts::instance(const Graph& g, const KernelCandidate& c) const {
-  return content_hash(fmt::format("{}|names|{}", model_key_, candidate_names(g, c)));
+  return content_hash(fmt::format("{}|names|{}{}", model_key_, candidate_names(g, c),
+                                  step_revision_ ? step_revision_(g, c) : std::string()));
 }
 
 void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {

@@ -100,6 +100,11 @@ class InModelCosts : public CostProvider {
   // The instance hash of `c` of `g` in this model: by its nodes' and outputs' names, which name
   // the same kernel in every rewrite variant of the model (rewrite_choice.h), unlike ids.
   std::string instance(const Graph& g, const KernelCandidate& c) const;
+  // Instances also carry the revision of the library step that runs them (Backend::step_revision),
+  // as the isolated records do: a bumped step's in-model times are taken anew. Set before prepare().
+  void key_by_step_revision(std::function<std::string(const Graph&, const KernelCandidate&)> revision) {
+    step_revision_ = std::move(revision);
+  }
   // Records c's in-model time (and stores it). `note` says where it was taken.
   void record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note);
   bool has(const Graph& g, const KernelCandidate& c) const { return by_instance_.count(instance(g, c)) != 0; }
@@ -123,6 +128,7 @@ class InModelCosts : public CostProvider {
   std::string device_;
   int generator_;
   std::string model_key_;
+  std::function<std::string(const Graph&, const KernelCandidate&)> step_revision_;
   std::map<std::string, double> by_instance_;
   // Per recorded instance: in-model / isolated, for the class scales.
   std::map<std::string, double> ratio_linear_, ratio_loop_;

@@ -120,6 +120,28 @@ InModelRun timed(double seconds, bool noisy = false) {
   return r;
 }
 
+// A library step's revision (Backend::step_revision) is part of the instance: a bumped step's
+// in-model records are not loaded; the others are.
+TEST_F(InModelTest, AStepRevisionKeysItsInstances) {
+  const std::vector<KernelCandidate> cs = {cand({0}, {10}), cand({2}, {12}, 1)};
+  InModelCosts m(fixed_, db(), "cpu:test", 3, "model-a");
+  m.prepare(g_, cs);
+  m.record(g_, cs[0], 20e-6, "step 0");
+  m.record(g_, cs[1], 150e-6, "step 1");
+  InModelCosts same(fixed_, db(), "cpu:test", 3, "model-a");
+  same.key_by_step_revision([](const Graph&, const KernelCandidate&) { return std::string(); });
+  same.prepare(g_, cs);
+  EXPECT_EQ(same.loaded(), 2);  // an empty revision keys as before
+  InModelCosts bumped(fixed_, db(), "cpu:test", 3, "model-a");
+  bumped.key_by_step_revision([](const Graph&, const KernelCandidate& c) {
+    return c.linear > 0 ? std::string("|linear step r1") : std::string();
+  });
+  bumped.prepare(g_, cs);
+  EXPECT_EQ(bumped.loaded(), 1);
+  EXPECT_TRUE(bumped.has(g_, cs[0]));
+  EXPECT_FALSE(bumped.has(g_, cs[1]));
+}
+
 TEST(SettleInModelRun, AgreeingRunsAreNotTakenAgain) {
   int retakes = 0;
   const SettledRun s = settle_in_model_run(timed(0.0105), 0.0100, 0.10, [&] {
