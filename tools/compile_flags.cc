@@ -193,8 +193,11 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
           l.first_measured * 1e6, 100 * kKeptAgreement,
           l.agrees ? "" : "; the two still disagree, so the predicted latency is rough");
     if (!l.rounds.empty() && l.rounds.back().drifted)
-      fmt::print("  the last in-model run drifted {:+.0f}% from the stored in-model times after a re-take (a busy "
-                 "machine?): its times are not stored in the tuning database\n", (l.rounds.back().drift - 1) * 100);
+      fmt::print(
+          "  the last in-model run drifted {:+.0f}% from the stored in-model times after a re-take (a busy "
+          "machine?): its times are not stored in the tuning database{}\n",
+          (l.rounds.back().drift - 1) * 100,
+          l.kept_drift != 1 ? "; the predicted latency is the plan's in the state they describe" : "");
     fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); beside the unfused plan "
                "(alternating runs) {:.1f} us against {:.1f} us ({:.2f}x)\n",
                l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),
@@ -320,6 +323,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"kept_run_retaken", l.retaken},
                         {"kept_run_first_s", l.first_measured},
                         {"kept_run_agrees", l.agrees},
+                        {"kept_run_drift", l.kept_drift},
                         {"speedup", l.unfused_measured / std::max(l.plan_beside_unfused, 1e-30)}};
   }
   if (r.micro.batches > 1) j["micro_batch"] = micro_batch_json(r.micro);

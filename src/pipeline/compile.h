@@ -119,6 +119,9 @@ struct LoopReport {
   // agrees: the kept run is within kKeptAgreement of plan_beside_unfused.
   bool retaken = false, agrees = true;
   double first_measured = 0;
+  // The kept run's drift from the stored in-model times when beyond loop_max_drift (else 1): the
+  // predicted latency is its kernel times over this (the state the database describes).
+  double kept_drift = 1;
 };
 
 // The closed loop's rounds as JSON (manifest.json and `korch compile --json` alike); `runs`: runs

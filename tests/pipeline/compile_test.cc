@@ -490,6 +490,10 @@ TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   EXPECT_NE(again.loop.rounds.front().drift, 1);
   EXPECT_TRUE(again.loop.rounds.front().drifted);
   EXPECT_EQ(all_records(o.measured.db_path), stored);  // nothing stored, nothing replaced
+  // Its prediction is given in the state the stored times describe: its kernel times over the drift.
+  EXPECT_NE(again.loop.kept_drift, 1);
+  EXPECT_EQ(runtime::Executable::load(dir_.string())->manifest().at("closed_loop").at("kept_run_drift").get<double>(),
+            again.loop.kept_drift);
   expect_runs_like_the_reference(g, false);
 
   o.loop_max_drift = 1e9;  // a quiet machine stores again
