@@ -447,7 +447,8 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     plan_isolated += alone;
     k.seconds = kept.step_seconds[i] / kept_drift;
     r.meta.kernel_extra[i] = {{"in_model_s", k.seconds}, {"isolated_s", alone}};
-    k.cost_note = fmt::format("in-model {:.1f} us (alone {:.1f} us)", k.seconds * 1e6, alone * 1e6);
+    k.cost_note = fmt::format("in-model {:.1f} us{} (alone {:.1f} us)", k.seconds * 1e6,
+                              kept_drift != 1 ? fmt::format(" over the drift {:.3f}", kept_drift) : "", alone * 1e6);
     if (!kept.noisy && !drifted) in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
   }
   r.loop.kept = static_cast<int>(best) + 1;
