@@ -475,6 +475,10 @@ TEST_F(CompileModel, AnInModelRunOnADriftingMachineIsNotStored) {
   o.loop_max_spread = 1e9;  // the drift check, not the noise check
   o.loop_max_drift = 1e9;
   o.micro_batch = "off";  // its rows are independent samples: a batch-1 compile would store its own loop's times
+  // One kernel per primitive: the second compile runs the plan whose times the first stored. With
+  // fusion its first plan, solved on those times, could pick other kernels (a loaded CI machine
+  // made it), and a plan with too few stored kernels has nothing to drift from.
+  o.orchestrate.candidates.max_primitives = 1;
   CompileResult first = compile_model(g, dir_.string(), o);
   ASSERT_TRUE(first.loop.ran);
   EXPECT_EQ(first.loop.rounds.front().drift, 1);  // nothing stored to compare with yet
