@@ -62,11 +62,8 @@ std::string CpuBackend::step_revision(const Graph& g, const KernelCandidate& c) 
   const auto tag = [](const char* step, int revision) {
     return revision == 0 ? std::string() : fmt::format("|{} step r{}", step, revision);
   };
-  for (NodeId n : c.nodes) {
-    const std::string& op = g.nodes[static_cast<size_t>(n)].op_type;
-    if (op == "LSTM" || op == "GRU" || op == "RNN" || op == "DynamicQuantizeLSTM")
-      return tag("recurrent", kCpuRecurrentStepRevision);
-  }
+  for (NodeId n : c.nodes)
+    if (is_rnn_op(g.nodes[static_cast<size_t>(n)].op_type)) return tag("recurrent", kCpuRecurrentStepRevision);
   return c.linear > 0 ? tag("linear", kCpuLinearStepRevision) : "";
 }
 
