@@ -124,34 +124,37 @@ class MicroBatchCompile : public ::testing::Test {
     const std::vector<Tensor> got = exe->run(inputs), want = interpret(g, inputs);
     EXPECT_EQ(rel_l2_diff(got[0], want[0], 1e-4), "");
   }
+  // conv_net() compiled into dir_ with analytic costs and `micro_batch` = mode.
+  CompileResult compile_analytic(const std::string& mode) {
+    CompileOptions o;
+    o.cost = CostSource::kAnalytic;
+    o.micro_batch = mode;
+    return compile_model(conv_net(), dir_.path().string(), o);
+  }
+  static nlohmann::json manifest_of(const std::string& dir) {
+    return nlohmann::json::parse(read_file_bytes((std::filesystem::path(dir) / "manifest.json").string()));
+  }
   testing::TempDir dir_{"korch-micro-batch"};
 };
 
 TEST_F(MicroBatchCompile, OnRunsTheBatchOnePlanOncePerSample) {
-  const Graph g = conv_net();
-  CompileOptions o;
-  o.cost = CostSource::kAnalytic;
-  o.micro_batch = "on";
-  const CompileResult r = compile_model(g, dir_.path().string(), o);
+  const CompileResult r = compile_analytic("on");
   ASSERT_TRUE(r.micro.chosen) << r.micro.why_not;
   EXPECT_EQ(r.micro.batches, 4);
   EXPECT_EQ(r.primitives.type(r.primitives.inputs[0]).shape[0], 1);
-  const auto manifest = nlohmann::json::parse(read_file_bytes((dir_.path() / "manifest.json").string()));
+  const auto manifest = manifest_of(dir_.path().string());
   EXPECT_EQ(manifest.at("micro_batches").get<int>(), 4);
   EXPECT_DOUBLE_EQ(manifest.at("plan_seconds").get<double>(), 4 * r.orchestration.plan.total_seconds());
   auto exe = runtime::Executable::load(dir_.path().string());
   EXPECT_EQ(exe->micro_batches(), 4);
-  expect_runs_like_the_reference(g, dir_.path().string());
+  expect_runs_like_the_reference(conv_net(), dir_.path().string());
 }
 
 TEST_F(MicroBatchCompile, AutoWithoutMeasuredCostsKeepsTheWholeBatch) {
-  const Graph g = conv_net();
-  CompileOptions o;
-  o.cost = CostSource::kAnalytic;  // nothing to time the two plans with
-  const CompileResult r = compile_model(g, dir_.path().string(), o);
+  const CompileResult r = compile_analytic("auto");  // analytic: nothing to time the two plans with
   EXPECT_TRUE(r.micro.trials.empty());
   EXPECT_EQ(runtime::Executable::load(dir_.path().string())->micro_batches(), 1);
-  expect_runs_like_the_reference(g, dir_.path().string());
+  expect_runs_like_the_reference(conv_net(), dir_.path().string());
 }
 
 // "auto" with measured costs times both plans side by side and keeps either; both run correctly.
@@ -169,7 +172,7 @@ TEST_F(MicroBatchCompile, AutoTimesBothPlans) {
   EXPECT_EQ(t.kept, !t.noisy && t.seconds < 0.97 * t.against);
   EXPECT_EQ(r.micro.chosen, t.kept);
   EXPECT_EQ(runtime::Executable::load(out)->micro_batches(), r.micro.chosen ? 4 : 1);
-  const auto manifest = nlohmann::json::parse(read_file_bytes((std::filesystem::path(out) / "manifest.json").string()));
+  const auto manifest = manifest_of(out);
   EXPECT_EQ(manifest.at("micro_batch").at("trials").size(), 1u);  // chosen or not, the trial is on record
   expect_runs_like_the_reference(g, out);
   // Nothing of the batch-1 compile is left beside the artifact.
@@ -178,19 +181,14 @@ TEST_F(MicroBatchCompile, AutoTimesBothPlans) {
 }
 
 TEST_F(MicroBatchCompile, ANumberIsTheMicroBatchSize) {
-  const Graph g = conv_net();
-  CompileOptions o;
-  o.cost = CostSource::kAnalytic;
-  o.micro_batch = "2";
-  const CompileResult r = compile_model(g, dir_.path().string(), o);
+  const CompileResult r = compile_analytic("2");
   ASSERT_TRUE(r.micro.chosen) << r.micro.why_not;
   EXPECT_EQ(r.micro.size, 2);
   EXPECT_EQ(r.micro.runs(), 2);
   EXPECT_EQ(r.primitives.type(r.primitives.inputs[0]).shape[0], 2);
   EXPECT_EQ(runtime::Executable::load(dir_.path().string())->micro_batches(), 2);
-  expect_runs_like_the_reference(g, dir_.path().string());
-  o.micro_batch = "two";
-  EXPECT_THROW(compile_model(g, dir_.path().string(), o), Error);
+  expect_runs_like_the_reference(conv_net(), dir_.path().string());
+  EXPECT_THROW(compile_analytic("two"), Error);
 }
 
 // Every time in a micro-batched artifact's manifest is one model run's: its batch-k plan's times
@@ -204,7 +202,7 @@ TEST_F(MicroBatchCompile, AMicroBatchedManifestGivesWholeRunTimes) {
   const CompileResult r = compile_model(g, out, o);
   ASSERT_TRUE(r.micro.chosen) << r.micro.why_not;
   ASSERT_TRUE(r.loop.ran);
-  const auto m = nlohmann::json::parse(read_file_bytes((std::filesystem::path(out) / "manifest.json").string()));
+  const auto m = manifest_of(out);
   EXPECT_DOUBLE_EQ(m.at("plan_seconds").get<double>(), 2 * r.orchestration.plan.total_seconds());
   EXPECT_DOUBLE_EQ(m.at("measured_seconds").get<double>(), 2 * r.loop.measured);
   const auto& loop = m.at("closed_loop");
