@@ -320,7 +320,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // noise, and the first round's plan is the one the isolated costs chose).
   size_t best = 0;
   for (size_t i = 1; i < rounds.size(); ++i)
-    if (rounds[i].run.end_to_end < 0.97 * rounds[best].run.end_to_end) best = i;
+    if (rounds[i].run.end_to_end < kBeyondNoise * rounds[best].run.end_to_end) best = i;
   // The fastest plan an earlier compile of this model ran, when it did better than this one by
   // more than run-to-run noise (3%, as between rounds): run it again here and keep whichever is
   // faster now (a later compile never regresses beyond that noise).
@@ -331,7 +331,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // again (a warm yolov4 compile spent 5 s doing that, on a run 7.5% slower, and measured the
   // earlier plan 8% slower than it was stored).
   const bool stored_within_noise =
-      stored && stored->seconds * r.loop.rounds.front().drift >= 0.97 * rounds[best].run.end_to_end;
+      stored && stored->seconds * r.loop.rounds.front().drift >= kBeyondNoise * rounds[best].run.end_to_end;
   // (Not under a memory budget: that plan was chosen without it.)
   if (stored && !stored_within_noise && !drifted && opt.memory_budget < 0) {
     std::map<std::string, int> by_instance;

@@ -50,6 +50,10 @@ enum class CostSource { kMeasured, kAnalytic };
 // The closed loop's machine-drift bound: a run whose kernels' median in-model time moved more than
 // this from their stored in-model times is taken again, then not stored (close_the_loop).
 constexpr double kMaxDrift = 0.08;
+// Run-to-run noise of a whole plan's time (3%): a plan replaces another (a later closed-loop round,
+// an earlier compile's plan, a micro-batched artifact) only when it ran in under this fraction of
+// the other's time.
+constexpr double kBeyondNoise = 0.97;
 // The kept plan's kernel-by-kernel run and its runs beside the unfused plan agree within this, or
 // the first is taken again (settle_in_model_run).
 constexpr double kKeptAgreement = 0.10;

@@ -213,7 +213,8 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
         }
         trial.seconds = side.b;
         trial.against = side.a;
-        trial.kept = !trial.noisy && side.b < 0.97 * side.a;  // no switch on a measurement that stayed noisy
+        // No switch on a measurement that stayed noisy.
+        trial.kept = !trial.noisy && side.b < kBeyondNoise * side.a;
         if (!best) m.whole_s = side.a;
         say(fmt::format(
             "micro-batches: {} runs of the batch-{} plan {:.1f} us against {} {:.1f} us (alternating runs): {}",
