@@ -28,6 +28,19 @@ bool runs_alone(const Graph& g, NodeId id) {
   return k == PrimitiveKind::kOpaque || k == PrimitiveKind::kOperator;
 }
 
+// Scalar arithmetic (kernel_candidate.h): every value it reads and writes holds one element.
+bool is_scalar_arithmetic(const Graph& g, const Node& n) {
+  bool writes = false;
+  for (ValueId v : n.outputs) {
+    if (v == kNoValue) continue;
+    if (g.value(v).type.numel() != 1) return false;
+    writes = true;
+  }
+  for (ValueId v : n.inputs)
+    if (v != kNoValue && g.value(v).type.numel() != 1) return false;
+  return writes;
+}
+
 KernelCandidate build_candidate(const Graph& g, const GraphIndex& gi, std::vector<NodeId> nodes,
                                 bool minimal, std::vector<int>& mark, int stamp) {
   KernelCandidate c;
@@ -171,12 +184,62 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
   const std::string too_big = fmt::format("more than {} primitives", options.max_primitives);
   const std::string too_wide = fmt::format("more than {} consumers of one primitive", options.max_fanout);
   const std::string too_linear = fmt::format("more than {} linear primitives", options.max_linear);
+
+  // Scalar arithmetic offered as whole groups (kernel_candidate.h): `grouped` marks the scalar
+  // primitives that join no other kernel, because their group is offered whole (or is one node).
+  std::vector<bool> grouped(static_cast<size_t>(n), false);
+  std::vector<std::vector<NodeId>> whole_groups;  // recorded after the singletons
+  if (options.whole_scalar_groups && options.max_primitives > 1) {
+    std::vector<bool> scalar(static_cast<size_t>(n));
+    for (NodeId i = 0; i < n; ++i)
+      scalar[static_cast<size_t>(i)] =
+          !alone[static_cast<size_t>(i)] && is_scalar_arithmetic(g, g.nodes[static_cast<size_t>(i)]);
+    std::vector<bool> visited(static_cast<size_t>(n), false);
+    for (NodeId root = 0; root < n; ++root) {
+      if (!scalar[static_cast<size_t>(root)] || visited[static_cast<size_t>(root)]) continue;
+      std::vector<NodeId> group{root}, stack{root};
+      visited[static_cast<size_t>(root)] = true;
+      while (!stack.empty()) {
+        const NodeId v = stack.back();
+        stack.pop_back();
+        for (const auto* adj : {&gi.preds[static_cast<size_t>(v)], &gi.succs[static_cast<size_t>(v)]})
+          for (NodeId u : *adj)
+            if (scalar[static_cast<size_t>(u)] && !visited[static_cast<size_t>(u)]) {
+              visited[static_cast<size_t>(u)] = true;
+              group.push_back(u);
+              stack.push_back(u);
+            }
+      }
+      std::sort(group.begin(), group.end());
+      std::string why;
+      if (group.size() > 1) {
+        int linear = 0;
+        for (NodeId v : group) linear += is_linear[static_cast<size_t>(v)];
+        if (!closure.compute(group, static_cast<size_t>(n), closed) || closed != group)
+          why = "a path through a tensor primitive leaves it and comes back";
+        else if (linear > options.max_linear)
+          why = too_linear;
+        else if (options.prune_unfusable) {
+          KernelCandidate probe;
+          probe.nodes = group;
+          why = unfusable_reason(g, probe, options.rules);
+        }
+      }
+      if (!why.empty()) {  // its primitives are enumerated like any others
+        out.reject(group, "a scalar group not offered whole (" + why + ")");
+        continue;
+      }
+      for (NodeId v : group) grouped[static_cast<size_t>(v)] = true;
+      out.scalar_primitives += static_cast<int64_t>(group.size());
+      if (group.size() > 1) whole_groups.push_back(std::move(group));
+    }
+  }
   for (NodeId seed = 0; seed < n; ++seed) {
     std::vector<NodeId> single{seed};
     seen.insert(single);
     record(single);
     ++out.connected_sets;
-    if (alone[static_cast<size_t>(seed)] || options.max_primitives == 1) continue;
+    if (alone[static_cast<size_t>(seed)] || grouped[static_cast<size_t>(seed)] || options.max_primitives == 1) continue;
     if (is_linear[static_cast<size_t>(seed)] > options.max_linear) continue;
     work.push_back(single);
     while (!work.empty()) {
@@ -200,13 +263,18 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
         }
         if (seen.count(closed)) continue;
         int linear = 0;
-        NodeId opaque = -1;
+        NodeId opaque = -1, scalar = -1;
         for (NodeId v : closed) {
           linear += is_linear[static_cast<size_t>(v)];
           if (alone[static_cast<size_t>(v)]) opaque = v;
+          if (grouped[static_cast<size_t>(v)]) scalar = v;
         }
         seen.insert(closed);
         ++out.connected_sets;
+        if (scalar >= 0) {  // closed under supersets: not grown
+          out.reject(closed, "scalar arithmetic joins only its own group, offered whole");
+          continue;
+        }
         if (opaque >= 0) {
           out.reject(closed, in_place.count(opaque)
                                  ? std::string("a Concat or view written in place that no node reads runs alone")
@@ -252,6 +320,11 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
         work.push_back(closed);
       }
     }
+  }
+  for (const std::vector<NodeId>& group : whole_groups) {  // no grown set holds a grouped node
+    record(group);
+    ++out.connected_sets;
+    ++out.scalar_groups;
   }
   return out;
 }

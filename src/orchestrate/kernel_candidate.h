@@ -17,6 +17,15 @@
 //     enumeration grows connected sets and prunes a set as soon as its convex closure breaks a
 //     cap: every convex superset contains the closure, so nothing within the caps is lost.
 //   * Opaque primitives (TopK, LSTM, ...) and operators left whole are kernels alone.
+//   * Scalar arithmetic (a primitive whose inputs and outputs each hold one element: the scale
+//     and zero point of a DynamicQuantizeLinear, from its ReduceMin/ReduceMax) joins no other
+//     primitive's kernel. Each weakly connected group of it is offered alone and whole (one
+//     candidate, even above `max_primitives`) next to its singletons. Such kernels are
+//     launch-bound, so whether a tensor kernel recomputes a scale inline changes microseconds,
+//     while every connected subset of a 14-primitive scalar group, times its tensor neighbours,
+//     made most of a quantized text model's 39k candidates. A group that is not convex (a path
+//     through a tensor primitive leaves it and comes back) or that cannot be emitted whole is
+//     enumerated like any other primitives. Off with `whole_scalar_groups = false`.
 //   * A Concat or view written in place (runtime/memory_plan.h) joins a kernel only with a reader of its
 //     output, and runs alone when no node reads it (enumerate_candidates says why).
 //   * Output sets: "full" = every value computed inside and read outside or a graph output;
@@ -56,6 +65,7 @@ struct CandidateOptions {
   // under supersets like the other caps, so pruning stays exact for the capped space.
   int max_fanout = 4;
   bool offer_minimal_outputs = true;  // false: no-recompute candidates only (full output sets)
+  bool whole_scalar_groups = true;    // scalar arithmetic as whole groups only (see above)
   // Drop sets that unfusable_reason(rules) (fusion_rules.h) rejects, and stop growing them: the
   // rule is closed under convex supersets (an offending primitive stays offending), and every
   // convex subset of an emittable set is emittable, so no emittable candidate is lost.
@@ -72,6 +82,8 @@ struct RejectedCandidate {
 struct CandidateSet {
   std::vector<KernelCandidate> candidates;
   int64_t connected_sets = 0;                      // connected subsets visited
+  int64_t scalar_primitives = 0;                   // scalar arithmetic fusing only within its group
+  int64_t scalar_groups = 0;                       // groups of more than one offered whole (see above)
   std::map<std::string, int64_t> rejected;         // reason -> count
   std::vector<RejectedCandidate> rejected_examples;// up to 5 per reason
   void reject(const std::vector<NodeId>& nodes, const std::string& reason);

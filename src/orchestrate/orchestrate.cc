@@ -569,8 +569,14 @@ OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const Orch
   auto t0 = std::chrono::steady_clock::now();
   out.candidates = enumerate_candidates(g, options.candidates);
   out.enumerate_s = seconds_since(t0);
-  say(fmt::format("{} primitives: {} candidate kernels from {} convex subgraphs ({:.2f} s)", g.nodes.size(),
-                  out.candidates.candidates.size(), out.candidates.connected_sets, out.enumerate_s));
+  const CandidateSet& cs = out.candidates;
+  say(fmt::format("{} primitives: {} candidate kernels from {} convex subgraphs{} ({:.2f} s)", g.nodes.size(),
+                  cs.candidates.size(), cs.connected_sets,
+                  cs.scalar_primitives ? fmt::format("; {} scalar primitives fuse only within their own group "
+                                                     "({} groups offered whole)",
+                                                     cs.scalar_primitives, cs.scalar_groups)
+                                       : "",
+                  out.enumerate_s));
   return select_with_costs(g, std::move(out), provider, options, true);
 }
 

@@ -42,6 +42,8 @@ nlohmann::json plan_json(const Graph& g, const OrchestrateResult& r, const Orche
   }
   j["candidates"] = {{"count", r.candidates.candidates.size()},
                      {"connected_sets", r.candidates.connected_sets},
+                     {"scalar_primitives", r.candidates.scalar_primitives},
+                     {"scalar_groups", r.candidates.scalar_groups},
                      {"infeasible", r.infeasible},
                      {"rejected", r.candidates.rejected},
                      {"infeasible_reasons", r.infeasible_reasons},
