@@ -76,7 +76,7 @@ struct CompileOptions {
   int loop_runs = 5;                // least timed runs of the model per round (at least 1 s of them)
   double loop_max_spread = 0.15;    // a run whose spread is wider is taken again once, then marked noisy
   double loop_max_drift = kMaxDrift;  // a run that drifts more (LoopReport::Round::drift) is taken again once,
-                                      // then not stored
+                                      // then not stored (slower) or stored over the old times (faster)
   // Step 9: "auto" (measured costs on the CPU: micro-batches of 4 and 1 timed against the batch-N
   // plan, the fastest kept), "on" (micro-batches of 1 whenever the samples are independent; no
   // timing), a number k (micro-batches of k, no timing) or "off".
@@ -107,7 +107,8 @@ struct LoopReport {
     // Median of the plan's kernels' in-model times against their stored in-model times (1: too
     // few were stored).
     double drift = 1;
-    bool drifted = false;  // beyond 1 +- loop_max_drift even after a re-take: nothing of it stored
+    bool drifted = false;    // above 1 + loop_max_drift even after a re-take: nothing of it stored
+    bool refreshed = false;  // below 1 - loop_max_drift even after it: its times replaced the stored
   };
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)
@@ -123,8 +124,8 @@ struct LoopReport {
   // agrees: the kept run is within kKeptAgreement of plan_beside_unfused.
   bool retaken = false, agrees = true;
   double first_measured = 0;
-  // The kept run's drift from the stored in-model times when beyond loop_max_drift (else 1): the
-  // predicted latency is its kernel times over this (the state the database describes).
+  // The kept run's drift from the stored in-model times when slower beyond loop_max_drift (else 1):
+  // the predicted latency is its kernel times over this (the quieter state the database describes).
   double kept_drift = 1;
 };
 
