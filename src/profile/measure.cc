@@ -1,8 +1,16 @@
 #include "profile/measure.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
 
 #include "support/error.h"
 
@@ -12,6 +20,32 @@ namespace {
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Ticks (USER_HZ) all CPUs spent busy, from /proc/stat's "cpu" line: user, nice, system, irq,
+// softirq and steal (guest time is already inside user and nice).
+std::optional<int64_t> busy_ticks() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  int64_t user, nice, system, idle, iowait, irq, softirq, steal = 0;
+  if (!(f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return std::nullopt;
+  f >> steal;
+  return user + nice + system + irq + softirq + steal;
+}
+
+// Ticks this process spent (utime, stime) and its reaped children (cutime, cstime).
+std::optional<int64_t> own_ticks() {
+  std::ifstream f("/proc/self/stat");
+  std::string line;
+  if (!std::getline(f, line)) return std::nullopt;
+  const size_t paren = line.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(paren + 1));
+  std::string field;
+  int64_t sum = 0;
+  for (int i = 3; i <= 17 && rest >> field; ++i)  // fields 14-17 (1-based, as proc(5) numbers them)
+    if (i >= 14) sum += std::stoll(field);
+  return sum;
 }
 
 // Quantile q of sorted `s` with linear interpolation between neighbours.
@@ -95,6 +129,20 @@ Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt) 
   best.batch = batch;
   best.noisy = best.spread > opt.max_spread;
   return best;
+}
+
+double other_processes_cores(double window_seconds) {
+  const long hz = sysconf(_SC_CLK_TCK);
+  const auto busy0 = busy_ticks();
+  const auto own0 = own_ticks();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(window_seconds));
+  const auto busy1 = busy_ticks();
+  const auto own1 = own_ticks();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (hz <= 0 || !busy0 || !busy1 || !own0 || !own1) return -1;
+  const int64_t others = (*busy1 - *busy0) - (*own1 - *own0);
+  return std::max<int64_t>(others, 0) / (static_cast<double>(hz) * seconds);
 }
 
 }  // namespace korch

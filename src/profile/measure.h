@@ -57,4 +57,11 @@ Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt =
 // Statistics of per-call times (any order; not empty). Linear-interpolated quantiles.
 Measurement summarize_samples(std::vector<double> samples);
 
+// Cores' worth of CPU time that other processes (and the hypervisor's steal) took over the next
+// `window_seconds`, from /proc/stat less this process's own time (/proc/self/stat: its OpenMP
+// threads may still spin after a parallel region, and children it reaped count as its own);
+// negative when /proc cannot tell. Sleeps for the window. Unlike the load average, it does not
+// count the compiler processes and kernel runs of this very compile a moment ago.
+double other_processes_cores(double window_seconds = 0.3);
+
 }  // namespace korch

@@ -39,16 +39,6 @@ DeviceSpec lower_bound_spec(DeviceSpec s) {
   return s;
 }
 
-// The 1-minute load average (0 when unknown).
-double machine_load() {
-  std::FILE* f = std::fopen("/proc/loadavg", "r");
-  if (!f) return 0;
-  double load = 0;
-  if (std::fscanf(f, "%lf", &load) != 1) load = 0;
-  std::fclose(f);
-  return load;
-}
-
 KernelCost cost_of(const TuningRecord& r) {
   if (r.status == TuningStatus::kOk) {
     // A record left in flight by schedule tuning holds the default's time.
@@ -154,11 +144,15 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   say(fmt::format("measured costs: {} candidates, {} distinct kernels, {} in the tuning database ({}), {} to measure",
                   candidates.size(), first_of.size(), stats_.db_hits, db_->path(), todo.size()));
   // A busy machine makes every parallel kernel wait for a descheduled thread (a scheduler tick,
-  // milliseconds): such numbers are stored and reused, so say so.
-  if (double load = machine_load(); !todo.empty() && load > std::thread::hardware_concurrency() - 0.5)
-    say(fmt::format("warning: load average {:.1f} on {} cores: other processes compete for the CPU, so these "
-                    "measurements will be slow and noisy (they are kept in the tuning database; delete it to redo them)",
-                    load, std::thread::hardware_concurrency()));
+  // milliseconds): such numbers are stored and reused, so say so. Other processes' CPU time, not
+  // the load average: that counted this compile's own compiler processes of a moment ago and
+  // warned on every measuring pass of a cold compile on 2 cores.
+  if (!todo.empty())
+    if (const double others = other_processes_cores(); others > 0.5)
+      say(
+          fmt::format("warning: other processes are using {:.1f} of {} cores: these measurements will be slow and "
+                      "noisy (they are kept in the tuning database; `--redo` measures again)",
+                      others, std::thread::hardware_concurrency()));
 
   auto record = [&](const std::string& hash, TuningStatus status, double seconds, double spread, int reps,
                     const std::string& note) {

@@ -512,15 +512,16 @@ CompileOptions compile_matmul_chain(const Graph& g, const std::string& dir, cons
   EXPECT_FALSE(first.loop.rounds.front().drifted);
   EXPECT_GE(first.orchestration.plan.kernels.size(), 8u);
   EXPECT_GT(in_model_sum(db), 0);
-  // Only a drift far beyond this machine's run-to-run noise counts from here on: the stored times
-  // are moved by a factor of 4.
+  // Only a drift far beyond run-to-run noise counts from here on (a CI machine running other tests
+  // beside this one slows a run 2x): the stored times are moved by a factor of 4 or 8.
   o.loop_max_drift = 0.5;
   return o;
 }
 
 // A run whose kernels all ran slower than their stored in-model times (stored as if by a machine
 // 4x faster) is taken again, and then, still slower, stores nothing, is not solved again on, and
-// predicts in the quieter state the stored times describe.
+// predicts in the quieter state the stored times describe. (Not 8x: the MatMuls' stored times
+// would fall under run_drift's 5 us floor, leaving too few kernels to tell a drift.)
 TEST_F(CompileModel, AnInModelRunSlowerThanItsStoredTimesIsNotStored) {
   const Graph g = matmul_chain();
   CompileOptions o = compile_matmul_chain(g, dir_.string(), dir_.string() + ".db");
@@ -547,12 +548,12 @@ TEST_F(CompileModel, AnInModelRunSlowerThanItsStoredTimesIsNotStored) {
 }
 
 // A run whose kernels all ran faster than their stored in-model times (stored as if by a machine
-// 4x slower: another process only ever slows a run down) replaces them and predicts from its own
-// times; the next compile finds the machine as the database describes it.
+// 8x slower: another process only ever slows a run down) replaces them and predicts from its own
+// times; the next compile finds the machine about as the database describes it.
 TEST_F(CompileModel, AnInModelRunFasterThanItsStoredTimesReplacesThem) {
   const Graph g = matmul_chain();
   CompileOptions o = compile_matmul_chain(g, dir_.string(), dir_.string() + ".db");
-  scale_in_model_records(o.measured.db_path, 4);
+  scale_in_model_records(o.measured.db_path, 8);
   const double slow = in_model_sum(o.measured.db_path);
   CompileResult again = compile_model(g, dir_.string(), o);
   ASSERT_TRUE(again.loop.ran);
@@ -566,10 +567,11 @@ TEST_F(CompileModel, AnInModelRunFasterThanItsStoredTimesReplacesThem) {
   EXPECT_NEAR(again.loop.predicted, again.loop.measured, 0.5 * again.loop.measured);
   expect_runs_like_the_reference(g, false);
 
+  o.loop_max_drift = 1e9;
   const CompileResult next = compile_model(g, dir_.string(), o);
   ASSERT_TRUE(next.loop.ran);
-  EXPECT_FALSE(next.loop.rounds.front().drifted);
-  EXPECT_FALSE(next.loop.rounds.front().refreshed);
+  EXPECT_GT(next.loop.rounds.front().drift, 0.4);  // nowhere near the 1/8 of the old times
+  EXPECT_LT(next.loop.rounds.front().drift, 2.5);
   fs::remove(o.measured.db_path);
 }
 

@@ -1,6 +1,9 @@
 #include "profile/measure.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -135,6 +138,23 @@ TEST(Measure, RealBusyLoopIsBatched) {
   EXPECT_GT(m.median, 0);
   EXPECT_LT(m.median, 5e-6);
   EXPECT_GE(m.reps, 10);
+}
+
+// Another process spinning on a core is seen (a busy machine's measurements are flagged by it);
+// this process's own time is not counted as another's.
+TEST(Measure, OtherProcessesCoresSeesASpinningChild) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    volatile uint64_t x = 0;
+    for (;;) x = x + 1;  // until killed
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double busy = other_processes_cores(0.5);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_GT(busy, 0.3) << "a child spinning on one core";
+  EXPECT_LT(busy, std::thread::hardware_concurrency() + 0.5);
 }
 
 }  // namespace
