@@ -119,6 +119,8 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
       loop["kept_run_agrees"] = r.loop.agrees;
     }
     if (r.loop.kept_drift != 1) loop["kept_run_drift"] = r.loop.kept_drift;
+    if (const auto& c = r.loop.candidate_beside_first)
+      loop["fastest_round_beside_first"] = {{"fastest_s", c->first * runs}, {"first_s", c->second * runs}};
   }
   if (r.micro.chosen) {
     contents.manifest_extra["micro_batches"] = samples;
@@ -333,10 +335,44 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     r.memory = write_artifact_files(dir, p, backend, r, o);
   }
   // The plan kept: a later round's only when it ran at least 3% faster (closer is run-to-run
-  // noise, and the first round's plan is the one the isolated costs chose).
-  size_t best = 0;
-  for (size_t i = 1; i < rounds.size(); ++i)
-    if (rounds[i].run.end_to_end < kBeyondNoise * rounds[best].run.end_to_end) best = i;
+  // noise, and the first round's plan is the one the isolated costs chose), and again when timed
+  // beside the first round's plan (choose_kept_round: the rounds ran in turn, maybe in different
+  // states of the machine).
+  std::vector<double> round_runs;
+  for (const Round& x : rounds) round_runs.push_back(x.run.end_to_end);
+  const KeptRound kept_round = choose_kept_round(round_runs, kBeyondNoise, [&](size_t candidate) {
+    // `dir` holds the last round's plan; the others are written to scratch artifacts.
+    std::vector<std::string> scratch;
+    auto artifact = [&](size_t i) {
+      if (i + 1 == rounds.size()) return dir;
+      CompileResult x = r;
+      x.orchestration = rounds[i].orchestration;
+      x.kernels = rounds[i].kernels;
+      x.primitives = rounds[i].graph;
+      x.meta.report.max_drawn_nodes = 0;  // a throwaway artifact: no drawing
+      scratch.push_back((std::filesystem::temp_directory_path() /
+                         fmt::format("korch-round{}-{}-{}", i + 1, getpid(), content_hash(dir)))
+                            .string());
+      write_artifact_files(scratch.back(), x.primitives, backend, x, o);
+      return scratch.back();
+    };
+    const SideBySide s = run_side_by_side(artifact(candidate), artifact(0), o.cpu_threads);
+    for (const std::string& d : scratch) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+    return s;
+  });
+  size_t best = kept_round.round;
+  if (kept_round.timed_beside) {
+    r.loop.candidate_beside_first = {kept_round.beside.a, kept_round.beside.b};
+    say(
+        fmt::format("closed loop: round {}'s plan ran fastest ({:.1f} us against {:.1f} us in round 1); beside round "
+                    "1's plan (alternating runs) {:.1f} us against {:.1f} us: {}",
+                    kept_round.candidate + 1, round_runs[kept_round.candidate] * 1e6, round_runs[0] * 1e6,
+                    kept_round.beside.a * 1e6, kept_round.beside.b * 1e6,
+                    best == kept_round.candidate ? "kept" : "not faster in one machine state, round 1's plan kept"));
+  }
   // The fastest plan an earlier compile of this model ran, when it did better than this one by
   // more than run-to-run noise (3%, as between rounds): run it again here and keep whichever is
   // faster now (a later compile never regresses beyond that noise).

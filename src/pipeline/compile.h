@@ -124,6 +124,9 @@ struct LoopReport {
   // agrees: the kept run is within kKeptAgreement of plan_beside_unfused.
   bool retaken = false, agrees = true;
   double first_measured = 0;
+  // When a later round's plan ran fastest: its median and the first round's, timed side by side
+  // (choose_kept_round in profile/in_model.h); empty otherwise.
+  std::optional<std::pair<double, double>> candidate_beside_first;
   // The kept run's drift from the stored in-model times when slower beyond loop_max_drift (else 1):
   // the predicted latency is its kernel times over this (the quieter state the database describes).
   double kept_drift = 1;

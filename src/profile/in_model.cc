@@ -80,6 +80,18 @@ SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double t
   return s;
 }
 
+KeptRound choose_kept_round(const std::vector<double>& end_to_end, double margin,
+                            const std::function<SideBySide(size_t candidate)>& beside_first) {
+  KeptRound k;
+  for (size_t i = 1; i < end_to_end.size(); ++i)
+    if (end_to_end[i] < margin * end_to_end[k.candidate]) k.candidate = i;
+  if (k.candidate == 0) return k;
+  k.timed_beside = true;
+  k.beside = beside_first(k.candidate);
+  if (k.beside.a < margin * k.beside.b) k.round = k.candidate;
+  return k;
+}
+
 InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads, double max_spread,
                         int max_retakes) {
   runtime::LoadOptions lo;

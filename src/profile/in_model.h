@@ -86,6 +86,23 @@ struct SettledRun {
 SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double tolerance,
                                const std::function<InModelRun()>& retake);
 
+// The closed loop's rounds are run seconds to minutes apart, and this VM's phases can make a later
+// round's plan look faster by the machine alone (a cold segformer_b0 compile: rounds 1 and 2 ran
+// 93.8 and 101.2 ms in a slow phase, round 3 68.0 ms after it). The candidate is the round whose
+// run was fastest (a later one only when under `margin` times the candidate before it, as
+// kBeyondNoise asks); a candidate other than the first round is kept only when it also runs under
+// `margin` times the first round's plan in alternating runs (`beside_first(candidate)`: the
+// candidate as a, the first round's plan as b), so the plan the isolated costs chose is replaced
+// only by one that beats it in one machine state.
+struct KeptRound {
+  size_t round = 0;           // the round kept (0-based)
+  size_t candidate = 0;       // the round the runs pointed at
+  bool timed_beside = false;  // beside_first was called
+  SideBySide beside;
+};
+KeptRound choose_kept_round(const std::vector<double>& end_to_end, double margin,
+                            const std::function<SideBySide(size_t candidate)>& beside_first);
+
 class InModelCosts : public CostProvider {
  public:
   // `model_key`: identifies the model (content_hash of its primitive graph's text).

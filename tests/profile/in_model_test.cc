@@ -142,6 +142,53 @@ TEST_F(InModelTest, AStepRevisionKeysItsInstances) {
   EXPECT_FALSE(bumped.has(g_, cs[1]));
 }
 
+SideBySide beside(double a, double b) {
+  SideBySide s;
+  s.a = a;
+  s.b = b;
+  s.runs = 10;
+  return s;
+}
+
+TEST(ChooseKeptRound, OneRoundNeedsNoSideBySide) {
+  const KeptRound k = choose_kept_round({0.010}, 0.97, [](size_t) -> SideBySide {
+    ADD_FAILURE() << "not needed";
+    return {};
+  });
+  EXPECT_EQ(k.round, 0u);
+  EXPECT_FALSE(k.timed_beside);
+}
+
+TEST(ChooseKeptRound, ALaterRoundWithinNoiseIsNotTimed) {
+  const KeptRound k = choose_kept_round({0.010, 0.0099, 0.0102}, 0.97, [](size_t) -> SideBySide {
+    ADD_FAILURE() << "not needed";
+    return {};
+  });
+  EXPECT_EQ(k.round, 0u);
+  EXPECT_EQ(k.candidate, 0u);
+}
+
+TEST(ChooseKeptRound, AFasterLaterRoundIsKeptWhenItWinsBesideTheFirst) {
+  size_t asked = 99;
+  const KeptRound k = choose_kept_round({0.0938, 0.1012, 0.0680}, 0.97, [&](size_t c) {
+    asked = c;
+    return beside(0.0650, 0.0700);
+  });
+  EXPECT_EQ(asked, 2u);
+  EXPECT_TRUE(k.timed_beside);
+  EXPECT_EQ(k.candidate, 2u);
+  EXPECT_EQ(k.round, 2u);
+}
+
+// The segformer_b0 case: round 3 ran fastest only because the machine left a slow phase; beside
+// the first round's plan it is no faster, so the first round's plan stays.
+TEST(ChooseKeptRound, ALaterRoundFasterOnlyByThePhaseIsNotKept) {
+  const KeptRound k = choose_kept_round({0.0938, 0.1012, 0.0680}, 0.97, [](size_t) { return beside(0.0690, 0.0685); });
+  EXPECT_TRUE(k.timed_beside);
+  EXPECT_EQ(k.candidate, 2u);
+  EXPECT_EQ(k.round, 0u);
+}
+
 TEST(SettleInModelRun, AgreeingRunsAreNotTakenAgain) {
   int retakes = 0;
   const SettledRun s = settle_in_model_run(timed(0.0105), 0.0100, 0.10, [&] {
