@@ -334,10 +334,6 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     }
     r.memory = write_artifact_files(dir, p, backend, r, o);
   }
-  // The plan kept: a later round's only when it ran at least 3% faster (closer is run-to-run
-  // noise, and the first round's plan is the one the isolated costs chose), and again when timed
-  // beside the first round's plan (choose_kept_round: the rounds ran in turn, maybe in different
-  // states of the machine).
   // A round's plan as an artifact to time: `dir` holds the last round's; another is written to a
   // scratch folder (listed in `scratch`, for the caller to remove).
   auto round_artifact = [&](size_t i, std::vector<std::string>& scratch) {
@@ -363,6 +359,10 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     }
     return s;
   };
+  // The plan kept: a later round's only when it ran at least 3% faster (closer is run-to-run
+  // noise, and the first round's plan is the one the isolated costs chose), and again when timed
+  // beside the first round's plan (choose_kept_round: the rounds ran in turn, maybe in different
+  // states of the machine).
   std::vector<double> round_runs;
   for (const Round& x : rounds) round_runs.push_back(x.run.end_to_end);
   const KeptRound kept_round =

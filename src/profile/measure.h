@@ -62,6 +62,6 @@ Measurement summarize_samples(std::vector<double> samples);
 // threads may still spin after a parallel region, and children it reaped count as its own);
 // negative when /proc cannot tell. Sleeps for the window. Unlike the load average, it does not
 // count the compiler processes and kernel runs of this very compile a moment ago.
-double other_processes_cores(double window_seconds = 0.3);
+double other_processes_cores(double window_seconds = 0.2);
 
 }  // namespace korch

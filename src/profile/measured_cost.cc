@@ -146,8 +146,9 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   // A busy machine makes every parallel kernel wait for a descheduled thread (a scheduler tick,
   // milliseconds): such numbers are stored and reused, so say so. Other processes' CPU time, not
   // the load average: that counted this compile's own compiler processes of a moment ago and
-  // warned on every measuring pass of a cold compile on 2 cores.
-  if (!todo.empty())
+  // warned on every measuring pass of a cold compile on 2 cores. Its 0.2 s look is skipped for a
+  // handful of kernels, which measure in about that time.
+  if (todo.size() >= 16)
     if (const double others = other_processes_cores(); others > 0.5)
       say(
           fmt::format("warning: other processes are using {:.1f} of {} cores: these measurements will be slow and "
