@@ -194,6 +194,21 @@ std::string run_noise(const InModelRun& run) {
   return run.retakes ? ", taken again" : "";
 }
 
+// A throwaway artifact of plan `x` (its primitives, orchestration and kernels), written to a
+// scratch folder named by `tag` and `dir` to be timed beside another and removed: the report,
+// cost model and metadata of `like`, no drawing.
+std::string write_scratch_artifact(const std::string& tag, const std::string& dir, CompileResult x,
+                                   const CompileResult& like, Backend& backend, const CompileOptions& o) {
+  x.meta = like.meta;
+  x.meta.report.max_drawn_nodes = 0;  // run once: its report.html needs no drawing
+  x.cost_model = like.cost_model;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("korch-{}-{}-{}", tag, getpid(), content_hash(dir)))
+          .string();
+  write_artifact_files(path, x.primitives, backend, x, o);
+  return path;
+}
+
 // How the whole run compares with the in-model times already stored for its kernels: the median
 // of measured / stored over the plan's kernels of 5 us or more that have one. 1 when too few have
 // (under half the plan, or under 8 kernels: a first run has nothing to compare with). Kernels move
@@ -338,15 +353,11 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // scratch folder (listed in `scratch`, for the caller to remove).
   auto round_artifact = [&](size_t i, std::vector<std::string>& scratch) {
     if (i + 1 == rounds.size()) return dir;
-    CompileResult x = r;
+    CompileResult x;
+    x.primitives = rounds[i].graph;
     x.orchestration = rounds[i].orchestration;
     x.kernels = rounds[i].kernels;
-    x.primitives = rounds[i].graph;
-    x.meta.report.max_drawn_nodes = 0;  // a throwaway artifact: no drawing
-    scratch.push_back((std::filesystem::temp_directory_path() /
-                       fmt::format("korch-round{}-{}-{}", i + 1, getpid(), content_hash(dir)))
-                          .string());
-    write_artifact_files(scratch.back(), x.primitives, backend, x, o);
+    scratch.push_back(write_scratch_artifact(fmt::format("round{}", i + 1), dir, std::move(x), r, backend, o));
     return scratch.back();
   };
   // Rounds a and b timed side by side (run_side_by_side: a's median as a).
@@ -453,14 +464,9 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   ur.primitives = lowered;
   ur.orchestration = orchestrate(lowered, isolated, u);  // its isolated costs are reported either way
   ur.kernels = emit_plan(lowered, backend, ur.orchestration);
-  ur.meta = r.meta;
-  ur.meta.report.max_drawn_nodes = 0;  // a throwaway artifact, run once: its report.html needs no drawing
-  ur.cost_model = r.cost_model;
-  const std::string udir = (std::filesystem::temp_directory_path() /
-                            fmt::format("korch-unfused-{}-{}", getpid(), content_hash(dir))).string();
   CompileOptions uo = o;
   uo.unfused = true;
-  write_artifact_files(udir, lowered, backend, ur, uo);
+  const std::string udir = write_scratch_artifact("unfused", dir, ur, r, backend, uo);
   // `dir` holds the plan written last; the kept one is timed.
   if (best + 1 != rounds.size()) r.memory = write_artifact_files(dir, p, backend, r, o);
   const SideBySide beside = run_side_by_side(dir, udir, o.cpu_threads);
