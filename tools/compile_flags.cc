@@ -191,7 +191,11 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
           "  the kept plan's kernel-by-kernel run ({:.1f} us) departed from its runs beside the unfused plan by "
           "more than {:.0f}% (the machine changed state): taken again, the faster kept{}\n",
           l.first_measured * 1e6, 100 * kKeptAgreement,
-          l.agrees ? "" : "; the two still disagree, so the predicted latency is rough");
+          l.agrees            ? ""
+          : l.kept_scale != 1 ? fmt::format("; the two still disagree, the kernel-by-kernel runs the slower: the "
+                                            "predicted latency is its kernel times scaled to the faster runs (x{:.3f})",
+                                            l.kept_scale)
+                              : "; the two still disagree, so the predicted latency is rough");
     if (!l.rounds.empty() && l.rounds.back().drifted)
       fmt::print(
           "  the last in-model run drifted {:+.0f}% from the stored in-model times after a re-take (a busy "
@@ -324,6 +328,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"kept_run_first_s", l.first_measured},
                         {"kept_run_agrees", l.agrees},
                         {"kept_run_drift", l.kept_drift},
+                        {"kept_run_scale", l.kept_scale},
                         {"speedup", l.unfused_measured / std::max(l.plan_beside_unfused, 1e-30)}};
   }
   if (r.micro.batches > 1) j["micro_batch"] = micro_batch_json(r.micro);

@@ -355,12 +355,28 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // run as it was. A faster one is the quieter state: its own times are the prediction.
   double kept_drift = drifted ? run_drift(r, kept, in_model) : 1;
   if (kept_drift <= 1 + o.loop_max_drift) kept_drift = 1;
+  // Both kernel-by-kernel runs slower than the plan's whole runs beside the unfused plan
+  // (settled.scale < 1): the faster state is the prediction's (as for the drift, whichever is faster),
+  // and a run from the slower one is not stored.
+  const bool to_beside = settled.scale < 1 / kept_drift;
+  if (to_beside) kept_drift = 1;
+  const double scale = to_beside ? settled.scale : 1 / kept_drift;
   r.loop.kept_drift = kept_drift;
+  r.loop.kept_scale = to_beside ? settled.scale : 1;
   if (kept_drift != 1)
     say(
         fmt::format("closed loop: the kept plan's kernels ran {:+.0f}% against their stored in-model times: its "
                     "predicted latency is given in the state those times describe (its kernel times over {:.3f})",
                     (kept_drift - 1) * 100, kept_drift));
+  if (to_beside)
+    say(
+        fmt::format("closed loop: its kernel-by-kernel runs stayed slower than its whole runs beside the unfused plan "
+                    "(the machine was slower while they ran): its predicted latency is its kernel times scaled to "
+                    "those runs (x{:.3f}), and they are not stored",
+                    scale));
+  const std::string scale_note = kept_drift != 1 ? fmt::format(" over the drift {:.3f}", kept_drift)
+                                 : to_beside     ? fmt::format(" scaled to whole runs by {:.3f}", scale)
+                                                 : "";
   const size_t n = r.orchestration.plan.kernels.size();
   r.meta.kernel_extra.assign(n, {});  // plan.json and report.html: measured beside alone
   double plan_isolated = 0;
@@ -368,11 +384,10 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     PlannedKernel& k = r.orchestration.plan.kernels[i];
     const double alone = isolated.cost(p, candidate_of(r, i)).seconds;
     plan_isolated += alone;
-    k.seconds = kept.step_seconds[i] / kept_drift;
+    k.seconds = kept.step_seconds[i] * scale;
     r.meta.kernel_extra[i] = {{"in_model_s", k.seconds}, {"isolated_s", alone}};
-    k.cost_note = fmt::format("in-model {:.1f} us{} (alone {:.1f} us)", k.seconds * 1e6,
-                              kept_drift != 1 ? fmt::format(" over the drift {:.3f}", kept_drift) : "", alone * 1e6);
-    if (!kept.noisy && !drifted) in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
+    k.cost_note = fmt::format("in-model {:.1f} us{} (alone {:.1f} us)", k.seconds * 1e6, scale_note, alone * 1e6);
+    if (!kept.noisy && !drifted && !to_beside) in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
   }
   r.loop.kept = static_cast<int>(best) + 1;
   std::string instances;
@@ -382,8 +397,9 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   if (kept.noisy)
     say(fmt::format("closed loop: the kept plan's run stayed noisy (spread {:.0f}%): not stored as this model's best",
                     kept.spread * 100));
-  else if (drifted)
-    say("closed loop: the kept plan's run drifted: not stored as this model's best");
+  else if (drifted || to_beside)
+    say(fmt::format("closed loop: the kept plan's run {}: not stored as this model's best",
+                    drifted ? "drifted" : "was slower than its whole runs"));
   else if (!(stored_within_noise && stored->seconds < kept.end_to_end))
     in_model.record_whole("best", kept.end_to_end, instances);
   r.loop.predicted = r.orchestration.plan.total_seconds();

@@ -130,6 +130,9 @@ struct LoopReport {
   // The kept run's drift from the stored in-model times when slower beyond loop_max_drift (else 1):
   // the predicted latency is its kernel times over this (the quieter state the database describes).
   double kept_drift = 1;
+  // Its kernel-by-kernel runs still slower than its runs beside the unfused plan (SettledRun::scale,
+  // when that is the faster state): the predicted latency is its kernel times times this (else 1).
+  double kept_scale = 1;
 };
 
 // The closed loop's rounds as JSON (manifest.json and `korch compile --json` alike); `runs`: runs

@@ -77,6 +77,8 @@ SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double t
     s.kept_retake = true;
   }
   s.agrees = within(s.run.end_to_end, beside_seconds, tolerance);
+  if (!s.agrees && !s.run.noisy && beside_seconds > 0 && beside_seconds < s.run.end_to_end)
+    s.scale = beside_seconds / s.run.end_to_end;
   return s;
 }
 
