@@ -67,6 +67,7 @@ def main():
         art = work / f"{name}_b{batch}"
         times = []
         log = ""
+        first_summary = []  # the first compile's tuning and time lines (cold when the database was)
         for _ in range(2):
             t0 = time.time()
             r = subprocess.run([str(korch), "compile", str(model), "--device", "cpu", "--threads", str(a.threads),
@@ -76,6 +77,9 @@ def main():
                 print(f"{name}: compile failed\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}", file=sys.stderr)
                 break
             log = r.stdout
+            if not first_summary:
+                first_summary = [ln.strip() for ln in log.splitlines()
+                                 if re.match(r"\s*(tuning:|profiled:|compile [\d.]+ s|\d+ measurements stayed noisy)", ln)]
         if len(times) < 2:
             rows.append({"model": name, "batch": batch, "error": "compile failed"})
             continue
@@ -97,7 +101,8 @@ def main():
         rows.append({"model": name, "batch": batch, "compile_first_s": times[0], "compile_warm_s": times[1],
                      "kernels": int(kernels.group(1)) if kernels else None,
                      "primitives": int(kernels.group(2)) if kernels else None,
-                     "distinct_kernels": int(tuning.group(1)) if tuning else None, **res})
+                     "distinct_kernels": int(tuning.group(1)) if tuning else None,
+                     "compile_first_summary": first_summary, **res})
         print(f"{name} batch {batch}: compile {times[0]:.1f} s / warm {times[1]:.1f} s", flush=True)
 
     def fmt(t):

@@ -202,6 +202,20 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
           "machine?): its times are not stored in the tuning database{}\n",
           (l.rounds.back().drift - 1) * 100,
           l.kept_drift != 1 ? "; the predicted latency is the plan's in the state they describe" : "");
+    for (const auto& x : l.rounds)
+      if (x.refreshed)
+        fmt::print(
+            "  an in-model run ran {:+.0f}% against the stored in-model times after a re-take: a busier machine "
+            "took those, and its times replaced them\n",
+            (x.drift - 1) * 100);
+    if (const auto& c = l.candidate_beside_first)
+      fmt::print(
+          "  a later round's plan ran fastest; beside round 1's plan (alternating runs) {:.1f} us against {:.1f} "
+          "us: {}\n",
+          c->first * 1e6, c->second * 1e6,
+          l.earlier_plan ? "then an earlier compile's plan was kept"
+          : l.kept == 1  ? "round 1's plan kept"
+                         : fmt::format("round {}'s plan kept", l.kept));
     fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); beside the unfused plan "
                "(alternating runs) {:.1f} us against {:.1f} us ({:.2f}x)\n",
                l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),
@@ -309,6 +323,11 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                    {"unemittable", m.unemittable},   {"pruned", m.pruned},
                    {"noisy", m.noisy},               {"unchecked_reference", m.unchecked_reference},
                    {"failures", m.failures},         {"pruned_examples", m.pruned_examples}};
+    j["tuning"]["seconds"] = {{"signatures", m.seconds_signatures},
+                              {"generate", m.seconds_emit},
+                              {"reference", m.seconds_reference},
+                              {"compile", m.seconds_compile},
+                              {"measure", m.seconds_measure}};
   }
   if (!o.rewrites.offered.empty()) {
     j["rewrites"] = {{"offered", o.rewrites.offered.size()}, {"chosen", o.rewrites.chosen_rules()}};
@@ -329,6 +348,10 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"kept_run_agrees", l.agrees},
                         {"kept_run_drift", l.kept_drift},
                         {"kept_run_scale", l.kept_scale},
+                        {"fastest_round_beside_first",
+                         l.candidate_beside_first ? nlohmann::json{{"fastest_s", l.candidate_beside_first->first},
+                                                                   {"first_s", l.candidate_beside_first->second}}
+                                                  : nlohmann::json()},
                         {"speedup", l.unfused_measured / std::max(l.plan_beside_unfused, 1e-30)}};
   }
   if (r.micro.batches > 1) j["micro_batch"] = micro_batch_json(r.micro);

@@ -88,6 +88,14 @@ def test_compile_json_measured(tmp_path):
     j = doc(korch("compile", p, "--cost", "measured", "-o", tmp_path / "a", "--json"))
     assert j["costs"] == "measured" and j["tuning"]["signatures"] >= 1
     assert j["kernels"] >= 1 and j["closed_loop"]["measured_s"] > 0
+    # Where a cold compile's time went, and how the kept run was settled.
+    seconds = j["tuning"]["seconds"]
+    assert set(seconds) == {"signatures", "generate", "reference", "compile", "measure"}
+    assert all(v >= 0 for v in seconds.values())
+    assert seconds["measure"] > 0 or j["tuning"]["measured"] == 0  # (the database may hold them all)
+    loop = j["closed_loop"]
+    assert 0 < loop["kept_run_scale"] <= 1 and loop["kept_run_drift"] >= 1
+    assert loop["fastest_round_beside_first"] is None or loop["fastest_round_beside_first"]["first_s"] > 0
 
 
 def test_run_artifact_json(artifact, tmp_path):
