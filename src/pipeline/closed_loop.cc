@@ -41,25 +41,20 @@ std::string write_scratch_artifact(const std::string& tag, const std::string& di
   return path;
 }
 
-// How the whole run compares with the in-model times already stored for its kernels: the median
-// of measured / stored over the plan's kernels of 5 us or more that have one. 1 when too few have
-// (under half the plan, or under 8 kernels: a first run has nothing to compare with). Kernels move
-// against each other by their neighbours and their data, but when the median moves, the machine
-// does: the same kernels in the same plan ran uniformly slower (or faster) than when their times
-// were stored. Shorter kernels do not count: their jitter is the timer's and the caches', not the
-// machine's state (tiny_convnet's 1-2 us kernels once "drifted" +8% beside other tests in CI).
-double run_drift(const CompileResult& r, const InModelRun& run, const InModelCosts& in_model) {
+// How the whole run compares with the in-model times already stored for its kernels of 5 us or
+// more (run_drift in profile/in_model.h). Shorter kernels do not count: their jitter is the timer's
+// and the caches', not the machine's state (tiny_convnet's 1-2 us kernels once "drifted" +8%
+// beside other tests in CI).
+RunDrift plan_drift(const CompileResult& r, const InModelRun& run, const InModelCosts& in_model) {
   constexpr double kShortest = 5e-6;
-  std::vector<double> ratios;
+  std::vector<std::pair<double, double>> pairs;
   const size_t n = std::min(r.orchestration.plan.kernels.size(), run.step_seconds.size());
   for (size_t i = 0; i < n; ++i) {
     const double cost = r.orchestration.plan.kernels[i].seconds;
     if (in_model.has(r.primitives, candidate_of(r, i)) && cost >= kShortest)
-      ratios.push_back(run.step_seconds[i] / cost);
+      pairs.emplace_back(run.step_seconds[i], cost);
   }
-  if (ratios.size() < 8 || 2 * ratios.size() < n) return 1;
-  std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
-  return ratios[ratios.size() / 2];
+  return run_drift(pairs, n);
 }
 
 // A plan's kernels by their nodes' names (a re-decided rewrite choice renumbers the graph).
@@ -126,6 +121,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // a busier machine (another process only ever slows a run down), so this run's replace them;
   // either way the plan is not solved again on a mix of two machine states.
   bool drifted = false, refreshed = false;
+  double first_drift_in_time = 1;  // round 1's RunDrift::total
   for (int round = 1;; ++round) {
     const double predicted = r.orchestration.plan.total_seconds();
     InModelRun run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
@@ -137,17 +133,20 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     // otherwise hold every later compile's prediction in a busy state that no longer exists (a
     // transformer_encoder prediction of 6.05 ms, its kernels' times over a drift of 0.36, against
     // 2.2 ms in every bench).
-    double drift = run_drift(r, run, in_model);
+    RunDrift moved = plan_drift(r, run, in_model);
+    double drift = moved.median;
     if (std::abs(drift - 1) > o.loop_max_drift) {
       say(
           fmt::format("closed loop, round {}: the plan's kernels ran {:+.0f}% against their stored in-model times "
                       "(median): the machine is not as it was; taking the run again",
                       round, (drift - 1) * 100));
       run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
-      drift = run_drift(r, run, in_model);
+      moved = plan_drift(r, run, in_model);
+      drift = moved.median;
       drifted = drift > 1 + o.loop_max_drift;
       refreshed = drift < 1 - o.loop_max_drift;
     }
+    if (round == 1) first_drift_in_time = moved.total;
     int departures = 0;
     double departed = 0;  // seconds: how far the departing kernels are from their costs
     const size_t n = r.orchestration.plan.kernels.size();
@@ -247,15 +246,25 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // faster now, in its run and then beside the plan kept so far (a later compile never regresses
   // beyond that noise).
   const std::optional<TuningRecord> stored = in_model.whole("best");
-  // Its time as this machine would run it now: scaled by how the first round's kernels compared
-  // with the times earlier compiles stored (run_drift; later rounds compare with this compile's),
+  // Its time as this machine would run it now: scaled by how the first round's kernels compared in
+  // time with the times earlier compiles stored (run_drift; later rounds compare with this compile's),
   // so a machine a few percent slower than when that plan ran does not send the loop to run it
   // again (a warm yolov4 compile spent 5 s doing that, on a run 7.5% slower, and measured the
   // earlier plan 8% slower than it was stored).
   const bool stored_within_noise =
-      stored && stored->seconds * r.loop.rounds.front().drift >= kBeyondNoise * rounds[best].run.end_to_end;
+      stored && stored->seconds * first_drift_in_time >= kBeyondNoise * rounds[best].run.end_to_end;
   // (Not under a memory budget: that plan was chosen without it.)
-  if (stored && !stored_within_noise && !drifted && opt.memory_budget < 0) {
+  // The plan's kernels by instance, as the database keeps a model's best (TuningRecord::note).
+  auto instances_of = [&](const Graph& g, const OrchestrateResult& x) {
+    std::string out;
+    for (const PlannedKernel& k : x.plan.kernels)
+      out +=
+          (out.empty() ? "" : ",") + in_model.instance(g, x.candidates.candidates.at(static_cast<size_t>(k.candidate)));
+    return out;
+  };
+  // (Not when it is the plan kept so far: its run says what running it again would.)
+  const bool stored_is_kept = stored && stored->note == instances_of(rounds[best].graph, rounds[best].orchestration);
+  if (stored && !stored_within_noise && !stored_is_kept && !drifted && opt.memory_budget < 0) {
     std::map<std::string, int> by_instance;
     const auto& cands = r.orchestration.candidates.candidates;
     for (size_t i = 0; i < cands.size(); ++i) by_instance.emplace(in_model.instance(p, cands[i]), static_cast<int>(i));
@@ -349,11 +358,12 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
                                      "machine?): the predicted latency below is rough"));
   // A kept run that drifted slower (the machine ran uniformly slower than when the stored in-model
   // times were taken, even after its re-take) is stored nowhere, and the plan's predicted latency
-  // is given in the quieter state those stored times describe: its kernels' times over the drift.
-  // A bench in this VM's usual state then measures the prediction (a yolox_nano compile in a slow
-  // phase predicted 10.4 ms, which bench measured at 7.1 ms minutes later); `measured` keeps the
-  // run as it was. A faster one is the quieter state: its own times are the prediction.
-  double kept_drift = drifted ? run_drift(r, kept, in_model) : 1;
+  // is given in the quieter state those stored times describe: its kernels' times over the drift in
+  // time (RunDrift::total). A bench in this VM's usual state then measures the prediction (a
+  // yolox_nano compile in a slow phase predicted 10.4 ms, which bench measured at 7.1 ms minutes
+  // later); `measured` keeps the run as it was. A faster one is the quieter state: its own times are
+  // the prediction.
+  double kept_drift = drifted ? plan_drift(r, kept, in_model).total : 1;
   if (kept_drift <= 1 + o.loop_max_drift) kept_drift = 1;
   // Both kernel-by-kernel runs slower than the plan's whole runs beside the unfused plan
   // (settled.scale < 1): the faster state is the prediction's (as for the drift, whichever is faster),
@@ -390,8 +400,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     if (!kept.noisy && !drifted && !to_beside) in_model.record(p, candidate_of(r, i), k.seconds, step_note(i, n));
   }
   r.loop.kept = static_cast<int>(best) + 1;
-  std::string instances;
-  for (size_t i = 0; i < n; ++i) instances += (i ? "," : "") + in_model.instance(p, candidate_of(r, i));
+  const std::string instances = instances_of(p, r.orchestration);
   // The database keeps the fastest plan measured: an earlier one within the noise band, faster
   // when it ran and not run again here, stays (so noise cannot ratchet the record up).
   if (kept.noisy)

@@ -62,6 +62,19 @@ SideBySide run_side_by_side(const std::string& dir_a, const std::string& dir_b, 
   return {a.median, b.median, a.spread, b.spread, runs * rounds};
 }
 
+RunDrift run_drift(const std::vector<std::pair<double, double>>& pairs, size_t kernels) {
+  if (pairs.size() < 8 || 2 * pairs.size() < kernels) return {};
+  std::vector<double> ratios;
+  double measured = 0, stored = 0;
+  for (const auto& [m, s] : pairs) {
+    ratios.push_back(m / s);
+    measured += m;
+    stored += s;
+  }
+  std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
+  return {ratios[ratios.size() / 2], measured / stored};
+}
+
 SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double tolerance,
                                const std::function<InModelRun()>& retake) {
   SettledRun s;

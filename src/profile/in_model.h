@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "orchestrate/kernel_cost.h"
@@ -65,6 +66,21 @@ struct SideBySide {
 };
 SideBySide run_side_by_side(const std::string& dir_a, const std::string& dir_b, int cpu_threads, int rounds = 3,
                             double seconds = 1.0);
+
+// How a run compares with the in-model times stored for its kernels: `pairs` (measured, stored) of
+// the kernels that have one, of a plan of `kernels`. Both 1 when too few have (under half the plan,
+// or under 8 kernels: a first run has nothing to compare with).
+struct RunDrift {
+  // The median of measured / stored: kernels move against each other by their neighbours and their
+  // data, but when the median moves, the machine does (the closed loop's drift test).
+  double median = 1;
+  // Their measured sum over their stored sum: how much slower the run is in time (what a prediction
+  // is scaled by). This VM's slow phases slow memory-bound kernels far more than compute-bound ones:
+  // a transformer_encoder run drifted 3.02 by the median and 1.33 in time (its GEMMs kept their
+  // speed), and its kernel times over the median predicted 0.98 ms for a plan that runs 2.3 ms.
+  double total = 1;
+};
+RunDrift run_drift(const std::vector<std::pair<double, double>>& pairs, size_t kernels);
 
 // The kept plan is timed twice at the end of a compile: kernel by kernel in the model
 // (run_in_model: its predicted latency is the sum of those times) and as whole runs beside the
