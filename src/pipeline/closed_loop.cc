@@ -89,17 +89,7 @@ int remove_orphaned_scratch(const std::filesystem::path& folder) {
   return removed;
 }
 
-// Step 8 (compile.h). r holds the first plan, written to `dir`. Each round runs the artifact in the
-// model (run_in_model), records the in-model time of every kernel of the plan, and, when some
-// kernel departed from its cost by more than 10%, solves again (rewrite sites included: `plan`
-// chooses them again over `lowered`, the graph before them, so p may change between rounds); the
-// loop stops when none departs, when the plan repeats, when a run stays noisy after its re-takes
-// (nothing of it is stored), or after `loop_rounds` rounds. The plan kept is the one that ran
-// fastest end to end (a later round's only when 3% faster), or an earlier compile's best plan when it was
-// more than 3% faster and runs faster again (the database keeps each model's best), so the loop
-// never makes the plan slower by more than run-to-run noise;
-// its predicted latency is the sum of its kernels' in-model times. The unfused baseline is
-// measured in the model the same way, once per model.
+// Step 8: see compile_steps.h.
 void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered, Backend& backend,
                     InModelCosts& in_model, MeasuredCost& isolated, const OrchestrateOptions& opt,
                     const CompileOptions& o, CompileResult& r, const std::function<void()>& plan,

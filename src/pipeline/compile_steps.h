@@ -36,11 +36,12 @@ int remove_orphaned_scratch(const std::filesystem::path& folder);
 // chooses them again over `lowered`, the graph before them, so p may change between rounds); the
 // loop stops when none departs, when the plan repeats, when a run stays noisy after its re-takes
 // (nothing of it is stored), or after `loop_rounds` rounds. The plan kept is the one that ran
-// fastest end to end (a later round's only when 3% faster), or an earlier compile's best plan when it was
-// more than 3% faster and runs faster again (the database keeps each model's best), so the loop
-// never makes the plan slower by more than run-to-run noise;
-// its predicted latency is the sum of its kernels' in-model times. The unfused baseline is
-// measured in the model the same way, once per model.
+// fastest end to end (a later round's only when 3% faster, and faster again beside round 1's), or
+// an earlier compile's best plan (the database keeps each model's best) when it is another plan,
+// was more than 3% faster and runs faster again, so the loop never makes the plan slower by more
+// than run-to-run noise. Its predicted latency is the sum of its kernels' in-model times (over the
+// run's drift in time, or scaled to its whole runs, when the machine was slower while they ran).
+// The unfused baseline is timed beside the kept plan in alternating runs.
 void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered, Backend& backend,
                     InModelCosts& in_model, MeasuredCost& isolated, const OrchestrateOptions& opt,
                     const CompileOptions& o, CompileResult& r, const std::function<void()>& plan,
