@@ -64,7 +64,7 @@ def onnxruntime_runner(model, threads, rng, feeds):
     return (lambda: sess.run(None, x)), ort.__version__
 
 
-def inference_dropouts_as_identity(m):
+def identity_dropouts_as_identity(m):
     """Dropouts of ONNX model `m` (a ModelProto, changed in place) that are identities (no
     training_mode input, or a constant false one, or a constant ratio of 0; the mask output unread)
     become Identity. Returns how many. OpenVINO's ONNX frontend rejects a training_mode of true even
@@ -131,7 +131,7 @@ def openvino_runner(model, threads, rng, feeds_given):
             raise
         import tempfile
         full = onnx.load(model)
-        changed = inference_dropouts_as_identity(full)
+        changed = identity_dropouts_as_identity(full)
         if not changed:
             raise
         with tempfile.TemporaryDirectory() as d:

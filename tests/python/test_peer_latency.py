@@ -38,7 +38,7 @@ def test_inference_dropouts_become_identity_and_the_model_computes_the_same(trai
     pl = peer_latency()
     m = dropout_model(training, ratio)
     before = m.SerializeToString()
-    assert pl.inference_dropouts_as_identity(m) == 1
+    assert pl.identity_dropouts_as_identity(m) == 1
     onnx.checker.check_model(m)
     assert [n.op_type for n in m.graph.node].count("Identity") == 1
     assert "Dropout" not in [n.op_type for n in m.graph.node]
@@ -52,7 +52,7 @@ def test_inference_dropouts_become_identity_and_the_model_computes_the_same(trai
 
 def test_training_mode_dropouts_that_drop_and_read_masks_stay():
     pl = peer_latency()
-    assert pl.inference_dropouts_as_identity(dropout_model(True)) == 0
+    assert pl.identity_dropouts_as_identity(dropout_model(True)) == 0
     m = dropout_model(False)
     m.graph.output.append(helper.make_tensor_value_info("mask", TensorProto.BOOL, [2, 5]))
-    assert pl.inference_dropouts_as_identity(m) == 0
+    assert pl.identity_dropouts_as_identity(m) == 0
