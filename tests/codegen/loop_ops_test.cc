@@ -157,10 +157,16 @@ TEST(LoopKernel, TransposingCopiesRunInTiles) {
   EXPECT_NE(nhwc.find("for (int64_t i0 = i0b; i0 < i0b + 64; ++i0)"), std::string::npos) << nhwc;
   EXPECT_NE(nhwc.find("for (int64_t i1 = i1b; i1 < i1b + 16; ++i1)"), std::string::npos) << nhwc;
   EXPECT_NE(nhwc.find("p < 4096;"), std::string::npos) << nhwc;  // 256 x 16 tiles
+  // 16384 output rows: a strip of 64 pixels is walked down the 256 channels first (column blocks
+  // vary fastest), which writes its 64 output rows whole.
+  EXPECT_NE(nhwc.find("const int64_t i1b = (p % 16) * 16;"), std::string::npos) << nhwc;
   // NHWC -> NCHW with 150 channels: the last row block is partial, so is the last column block.
   const std::string nchw = code({1, 50, 50, 150}, {0, 3, 1, 2});
   EXPECT_NE(nchw.find("korch_imin(i0b + 64, 150)"), std::string::npos) << nchw;
   EXPECT_NE(nchw.find("korch_imin(i1b + 16, 2500)"), std::string::npos) << nchw;
+  // 150 output rows: a band of 16 pixels (2400 contiguous floats) is read whole first (row blocks
+  // vary fastest), writing one line into each of the 150 output rows.
+  EXPECT_NE(nchw.find("const int64_t i0b = (p % 3) * 64;"), std::string::npos) << nchw;
   // H <-> W of each channel: a loop outside the tile (the channel) joins the parallel loop.
   EXPECT_NE(code({1, 256, 128, 128}, {0, 1, 3, 2}).find("p < 4096;"), std::string::npos);
   EXPECT_EQ(code({64, 8, 128}, {1, 0, 2}).find("b +="), std::string::npos);  // contiguous rows
