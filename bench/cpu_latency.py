@@ -16,7 +16,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import re
 import shlex
 import subprocess
@@ -27,19 +26,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
+from bench_common import cpu_name  # noqa: E402
 
 PAPER = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano", "yolov4"]
 HELDBACK = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf",
             "shufflenet_v2_x1_0", "squeezenet1_0", "densenet121", "convnext_tiny", "vit_b_16", "swin_t",
             "transformer_encoder"]
-
-
-def cpu_name():
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 def main():

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
-from bench_common import DEFAULT_MODELS  # noqa: E402
+from bench_common import DEFAULT_MODELS, cpu_name  # noqa: E402
 
 KINDS = ["static_qdq", "dynamic"]
 QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger", "MatMulInteger",
@@ -57,13 +57,6 @@ QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Con
              "QLinearLeakyRelu", "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearSoftmax", "QGemm",
              "QAttention", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
 ONNX_TYPES = {1: np.float32, 11: np.float64, 10: np.float16, 7: np.int64, 6: np.int32, 9: np.bool_}
-
-
-def cpu_name():
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 def npy(name):

@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
-from bench_common import run  # noqa: E402
+from bench_common import cpu_name, run  # noqa: E402
 
 
 def gemm_model(path, n):
@@ -121,7 +120,7 @@ def main():
         "# Latency against the fp32 compute bound",
         "",
         f"Command: `.venv/bin/python bench/roofline.py --latency {a.latency}`  ",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {a.threads} threads; "
+        f"Machine: {cpu_name()}, {os.cpu_count()} cores, {a.threads} threads; "
         f"peak {peak:.0f} GFLOP/s (a 1024^3 fp32 MatMul through korch: oneDNN's GEMM).  ",
         "bound = the model's FLOPs (`korch inspect`, no Winograd) at that peak; korch and peer ms are the "
         "latency JSON's medians; library / generated = `korch bench --per-kernel 30` split of Korch's run "
