@@ -124,18 +124,17 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     // transformer_encoder prediction of 6.05 ms, its kernels' times over a drift of 0.36, against
     // 2.2 ms in every bench).
     RunDrift moved = plan_drift(r, run, in_model);
-    double drift = moved.median;
-    if (std::abs(drift - 1) > o.loop_max_drift) {
+    if (std::abs(moved.median - 1) > o.loop_max_drift) {
       say(
           fmt::format("closed loop, round {}: the plan's kernels ran {:+.0f}% against their stored in-model times "
                       "(median): the machine is not as it was; taking the run again",
-                      round, (drift - 1) * 100));
+                      round, (moved.median - 1) * 100));
       run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
       moved = plan_drift(r, run, in_model);
-      drift = moved.median;
-      drifted = drift > 1 + o.loop_max_drift;
-      refreshed = drift < 1 - o.loop_max_drift;
+      drifted = moved.median > 1 + o.loop_max_drift;
+      refreshed = moved.median < 1 - o.loop_max_drift;
     }
+    const double drift = moved.median;  // of the run kept for this round
     if (round == 1) first_drift_in_time = moved.total;
     int departures = 0;
     double departed = 0;  // seconds: how far the departing kernels are from their costs
@@ -247,9 +246,10 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // The plan's kernels by instance, as the database keeps a model's best (TuningRecord::note).
   auto instances_of = [&](const Graph& g, const OrchestrateResult& x) {
     std::string out;
-    for (const PlannedKernel& k : x.plan.kernels)
-      out +=
-          (out.empty() ? "" : ",") + in_model.instance(g, x.candidates.candidates.at(static_cast<size_t>(k.candidate)));
+    for (const PlannedKernel& k : x.plan.kernels) {
+      if (!out.empty()) out += ',';
+      out += in_model.instance(g, x.candidates.candidates.at(static_cast<size_t>(k.candidate)));
+    }
     return out;
   };
   // (Not when it is the plan kept so far: its run says what running it again would.)
