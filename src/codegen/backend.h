@@ -75,6 +75,15 @@ class Backend {
     (void)c;
     return "";
   }
+  // The generator version c's isolated measurement is stored under (profile/tuning_db.h's key):
+  // generator_version() unless c runs no generated code. A backend whose library steps carry
+  // their own revisions (step_revision) returns 0 for a kernel that is one library call alone, so
+  // a generator bump re-measures the generated kernels only and keeps the library calls' times.
+  virtual int measured_generator(const Graph& g, const KernelCandidate& c) const {
+    (void)g;
+    (void)c;
+    return generator_version();
+  }
   virtual const FusionRules& fusion_rules() const = 0;
   // The roofline of the target (--cost analytic; optimistic lower bounds for pruning).
   virtual DeviceSpec analytic_spec() const = 0;

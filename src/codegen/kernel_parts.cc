@@ -173,6 +173,22 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
   return k;
 }
 
+bool runs_library_call_alone(const Graph& g, const KernelCandidate& c, const FusionRules& rules) {
+  if (c.linear != 1) return false;
+  for (NodeId n : c.nodes) {
+    const PrimitiveKind kind = primitive_kind(g, g.nodes[static_cast<size_t>(n)]);
+    if (kind == PrimitiveKind::kOpaque || kind == PrimitiveKind::kOperator) return false;
+  }
+  const LinearMatchResult lm = match_linear(g, c.nodes, c.outputs, rules.linear_library);
+  if (!lm.ok) return false;
+  std::set<NodeId> in_step(lm.match.absorbed.begin(), lm.match.absorbed.end());
+  in_step.insert(lm.match.linear);
+  if (!std::all_of(c.nodes.begin(), c.nodes.end(), [&](NodeId n) { return in_step.count(n) != 0; })) return false;
+  // The whole split (cheap without a loop kernel): the step's operands and outputs must bind.
+  const KernelParts parts = split_kernel(g, c, rules, kernel_arg_inputs(g, c));
+  return parts.reason.empty() && parts.linear && !parts.loop && parts.reference_graph.empty();
+}
+
 KernelParts start_emit(const Graph& g, const KernelCandidate& c, const FusionRules& rules, EmittedKernel& k,
                        runtime::KernelRecipeBase& recipe) {
   k.signature = kernel_signature(g, c);

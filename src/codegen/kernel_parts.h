@@ -44,6 +44,11 @@ struct KernelParts {
 KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionRules& rules,
                          const std::vector<ValueId>& arg_inputs);
 
+// True when split_kernel makes c one library call and nothing else: one linear primitive with
+// every other node absorbed into its step (no loop kernel, no interpreter). Cheap where it is
+// false: a kernel with loop work is refused before any loop kernel is built.
+bool runs_library_call_alone(const Graph& g, const KernelCandidate& c, const FusionRules& rules);
+
 // The device-neutral half of Backend::emit: fills k's signature, hash and argument binding and
 // `recipe`'s common fields (types, scratch, linear call, reference op) from the split; the
 // backend then prints parts.loop, if any. When the candidate cannot be split, k.reason says why.

@@ -100,8 +100,13 @@ std::string MeasuredCost::hash_of(const Graph& g, const KernelCandidate& c) cons
   return content_hash(kernel_signature(g, c) + backend_.step_revision(g, c));
 }
 
+int MeasuredCost::generator_of(const std::string& hash) const {
+  auto it = generator_of_.find(hash);
+  return it == generator_of_.end() ? backend_.generator_version() : it->second;
+}
+
 std::string MeasuredCost::key_of(const std::string& hash) const {
-  return make_tuning_key(hash, device_, backend_.generator_version());
+  return make_tuning_key(hash, device_, generator_of(hash));
 }
 
 void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) {
@@ -120,7 +125,10 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (written_in_place(g, candidates[i])) continue;  // nothing to measure (cost())
     hash_of_[i] = hash_of(g, candidates[i]);
-    if (first_of.emplace(hash_of_[i], static_cast<int>(i)).second) keys.push_back(key_of(hash_of_[i]));
+    if (first_of.emplace(hash_of_[i], static_cast<int>(i)).second) {
+      generator_of_[hash_of_[i]] = backend_.measured_generator(g, candidates[i]);
+      keys.push_back(key_of(hash_of_[i]));
+    }
   }
   stats_.signatures = static_cast<int64_t>(first_of.size());
   std::map<std::string, TuningRecord> known = db_->get_many(keys);
@@ -161,7 +169,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     r.key = key_of(hash);
     r.signature = hash;
     r.device = device_;
-    r.generator = backend_.generator_version();
+    r.generator = generator_of(hash);
     r.status = status;
     r.seconds = seconds;
     r.spread = spread;

@@ -92,6 +92,8 @@ class MeasuredCost : public CostProvider {
   // The tuning record's signature hash: the kernel's signature and its step's revision
   // (Backend::step_revision).
   std::string hash_of(const Graph& g, const KernelCandidate& c) const;
+  // The tuning key of a hash prepare() saw: its kernel's Backend::measured_generator.
+  int generator_of(const std::string& hash) const;
   std::string key_of(const std::string& hash) const;
   Backend& backend_;
   MeasuredCostOptions options_;
@@ -102,6 +104,7 @@ class MeasuredCost : public CostProvider {
   std::map<std::string, KernelCost> by_hash_;
   const KernelCandidate* base_ = nullptr;  // the list prepare() saw, to map cost() calls back
   std::vector<std::string> hash_of_;
+  std::map<std::string, int> generator_of_;  // hash -> the generator version its record is keyed by
 };
 
 }  // namespace korch

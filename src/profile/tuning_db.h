@@ -34,7 +34,8 @@ struct TuningRecord {
   std::string key;        // caller-made, see make_tuning_key(); primary key
   std::string signature;  // content_hash of the canonical kernel signature text
   std::string device;     // e.g. cpu_device_id(threads)
-  int generator = 0;      // code generator version that produced the kernel
+  int generator = 0;      // code generator version that produced the kernel; 0: a library call
+                          // alone, kept across generator bumps (Backend::measured_generator)
   TuningStatus status = TuningStatus::kOk;
   double seconds = 0;     // median time of one call
   double spread = 0;      // (p90 - p10) / median of the kept measurement

@@ -2,25 +2,25 @@
 // graph (Conv/MatMul + epilogue), matches the whole graph as one kernel, checks what the step
 // absorbs, runs it through CpuKernel (or the step alone when nodes are left for the loop emitter)
 // and compares `result` with the interpreter at 1e-4 relative L2.
-#include "codegen/linear_match.h"
-#include "runtime/cpu/cpu_linear_step.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 #include <random>
 
-#include "runtime/cpu/cpu_kernel.h"
 #include "codegen/cpu/cpu_backend.h"
+#include "codegen/kernel_parts.h"
 #include "codegen/kernel_signature.h"
+#include "codegen/linear_match.h"
 #include "ir/interpreter.h"
-#include "ir/primitive.h"
-#include "ir/tensor_compare.h"
 #include "ir/op_registry.h"
+#include "ir/primitive.h"
 #include "ir/random.h"
+#include "ir/tensor_compare.h"
 #include "linear_test_util.h"
 #include "orchestrate/kernel_candidate.h"
+#include "runtime/cpu/cpu_kernel.h"
+#include "runtime/cpu/cpu_linear_step.h"
 
 namespace korch::cpu {
 namespace {
@@ -678,6 +678,33 @@ TEST(LinearConv, GroupedAllOnesInt8SumIsALibraryStep) {
   ASSERT_EQ(m.desc.at("dtypes").at("dst"), "s32");
   const std::string impl = step_implementation(m);
   EXPECT_NE(impl.rfind("ref", 0), 0u) << impl;
+}
+
+// A kernel that is one oneDNN call alone (Backend::measured_generator) keeps its tuning record
+// across generator bumps; one with loop work after the call, or no call, is keyed by the version.
+TEST(LinearConv, OnlyALibraryCallAloneIsKeyedWithoutTheGeneratorVersion) {
+  using namespace linear_test;
+  Builder b;
+  ValueId y = b.conv(b.input({1, 8, 6, 6}), {8, 8, 3, 3}, attrs({{"pads", {1, 1, 1, 1}}}));
+  ValueId r = b.op("Relu", {b.bias(y)});
+  b.op("Mul", {r, r});  // a post-op reads the chain value once: this stays a loop kernel
+  const Graph& g = b.g;
+  const NodeId mul = static_cast<NodeId>(g.nodes.size()) - 1;
+  std::vector<NodeId> step, all;
+  for (NodeId n = 0; n <= mul; ++n) {
+    all.push_back(n);
+    if (n < mul) step.push_back(n);
+  }
+  const CpuBackend backend;
+  const KernelCandidate call = make_candidate(g, step, false);
+  EXPECT_TRUE(runs_library_call_alone(g, call, backend.fusion_rules()));
+  EXPECT_EQ(backend.measured_generator(g, call), 0);
+  const KernelCandidate with_loop = make_candidate(g, all, false);
+  EXPECT_FALSE(runs_library_call_alone(g, with_loop, backend.fusion_rules()));
+  EXPECT_EQ(backend.measured_generator(g, with_loop), kCpuGeneratorVersion);
+  const KernelCandidate loop_only = make_candidate(g, {mul}, false);
+  EXPECT_FALSE(runs_library_call_alone(g, loop_only, backend.fusion_rules()));
+  EXPECT_EQ(backend.measured_generator(g, loop_only), kCpuGeneratorVersion);
 }
 
 }  // namespace

@@ -354,6 +354,27 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   fs::remove(o.measured.db_path);
 }
 
+// tiny_convnet compiled on measured isolated costs (no closed loop) with the CPU backend, then with
+// `changed`, whose tuning keys differ for some kernels: the second compile measures those again and
+// finds the others in the database (`db`), and a third measures nothing. The second's counts.
+MeasuredCostStats recompile_with(Backend& changed, const fs::path& dir, const std::string& db) {
+  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+  CompileOptions o;
+  o.model_name = "tiny_convnet";
+  o.measured.db_path = db;
+  o.close_loop = false;
+  o.micro_batch = "off";
+  const CompileResult first = compile_model(g, dir.string(), o);
+  EXPECT_EQ(compile_model(g, dir.string(), o).measured.measured, 0);  // all from the database
+  o.backend = &changed;
+  const CompileResult again = compile_model(g, dir.string(), o);
+  EXPECT_GT(again.measured.measured, 0);
+  EXPECT_GT(again.measured.db_hits, 0);
+  EXPECT_LT(again.measured.measured, first.measured.measured);  // not everything
+  EXPECT_EQ(compile_model(g, dir.string(), o).measured.measured, 0);
+  return again.measured;
+}
+
 // A library step's revision keys the tuning records of the kernels it runs and no others: with the
 // linear step's revision bumped, a compile measures its convolution kernels again and finds the
 // generated ones in the database.
@@ -365,24 +386,33 @@ class LinearStepBumped : public cpu::CpuBackend {
 };
 
 TEST_F(CompileModel, ALibraryStepRevisionMeasuresItsKernelsAgainAndNoOthers) {
-  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
-  CompileOptions o;
-  o.model_name = "tiny_convnet";
-  o.measured.db_path = (dir_.string() + ".db");
-  o.close_loop = false;
-  o.micro_batch = "off";
-  cpu::CpuBackend plain;
-  EXPECT_EQ(plain.step_revision(g, KernelCandidate{}), "");  // revision 0: the records as stored before
-  const CompileResult first = compile_model(g, dir_.string(), o);
-  EXPECT_EQ(compile_model(g, dir_.string(), o).measured.measured, 0);  // all from the database
+  EXPECT_EQ(cpu::CpuBackend().step_revision(Graph{}, KernelCandidate{}),
+            "");  // revision 0: the records as stored before
   LinearStepBumped bumped;
-  o.backend = &bumped;
-  const CompileResult again = compile_model(g, dir_.string(), o);
-  EXPECT_GT(again.measured.measured, 0);                        // the convolution kernels
-  EXPECT_GT(again.measured.db_hits, 0);                         // the loop kernels
-  EXPECT_LT(again.measured.measured, first.measured.measured);  // not everything
-  EXPECT_EQ(compile_model(g, dir_.string(), o).measured.measured, 0);
-  fs::remove(o.measured.db_path);
+  recompile_with(bumped, dir_, dir_.string() + ".db");
+  fs::remove(dir_.string() + ".db");
+}
+
+// The converse: a generator bump measures the kernels with generated code again and keeps the
+// records of the oneDNN calls alone (Backend::measured_generator), whose code the step revision keys.
+class GeneratorBumped : public cpu::CpuBackend {
+ public:
+  int generator_version() const override { return cpu::kCpuGeneratorVersion + 1000; }
+};
+
+TEST_F(CompileModel, AGeneratorBumpKeepsTheLibraryCallsTimes) {
+  const std::string path = dir_.string() + ".db";
+  GeneratorBumped bumped;
+  const MeasuredCostStats again = recompile_with(bumped, dir_, path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM records WHERE generator = 0", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(st, 0), again.db_hits);  // what the bump found: those records
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  fs::remove(path);
 }
 
 // A time kept in the database for later compiles (a kernel's in-model time, the best plan) is

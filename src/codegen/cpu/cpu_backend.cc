@@ -67,6 +67,10 @@ std::string CpuBackend::step_revision(const Graph& g, const KernelCandidate& c) 
   return c.linear > 0 ? tag("linear", kCpuLinearStepRevision) : "";
 }
 
+int CpuBackend::measured_generator(const Graph& g, const KernelCandidate& c) const {
+  return runs_library_call_alone(g, c, rules_) ? 0 : generator_version();
+}
+
 EmittedKernel CpuBackend::emit(const Graph& g, const KernelCandidate& c, const std::string& variant) const {
   EmittedKernel k;
   if (!variant.empty() && variant != kDirect && variant != kWinograd) {

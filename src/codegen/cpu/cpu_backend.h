@@ -38,6 +38,8 @@ class CpuBackend : public Backend {
   std::string name() const override { return "cpu"; }
   int generator_version() const override { return kCpuGeneratorVersion; }
   std::string step_revision(const Graph& g, const KernelCandidate& c) const override;
+  // 0 for a oneDNN call alone (kCpuLinearStepRevision keys its code).
+  int measured_generator(const Graph& g, const KernelCandidate& c) const override;
   const FusionRules& fusion_rules() const override { return rules_; }
   DeviceSpec analytic_spec() const override;
   // variant: "direct" (the default) or "winograd" (oneDNN's Winograd convolution: see
