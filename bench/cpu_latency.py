@@ -8,7 +8,9 @@ against the tuning database as it is (cold when --cold gives a fresh one), then 
 kernel comes from the database). Then `korch bench --artifact ART` times Korch, onnxruntime
 (ORT_ENABLE_ALL), OpenVINO (latency hint, f32 precision; both with the same thread count,
 bench/peer_latency.py) and the unfused plan (one kernel per primitive) in alternating rounds in one
-process run; the speedup is over the faster peer of each model. Results:
+process run; the speedup is over the faster peer of each model (ratio of medians), and paired by
+round (each round's peer median over Korch's, the median over rounds, against the closer peer:
+steady when the machine changes speed between rounds). Results:
 bench/results/cpu_latency.md (and .json). fp32; batch 1 unless --batch lists others (a row per model
 and batch, each batch exported as its own model).
 """
@@ -28,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
+
+PEERS = ("onnxruntime", "openvino")
 from bench_common import cpu_name  # noqa: E402
 
 PAPER = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano", "yolov4"]
@@ -101,7 +105,7 @@ def main():
 
     def fmt(t):
         return f"{t['median_ms']:.2f} [{t['p10_ms']:.2f}-{t['p90_ms']:.2f}]" if t and "median_ms" in t else "-"
-    versions = sorted({r[p]["note"] for r in rows for p in ("onnxruntime", "openvino") if "median_ms" in r.get(p, {})})
+    versions = sorted({r[p]["note"] for r in rows for p in PEERS if "median_ms" in r.get(p, {})})
     lines = [
         "# Korch CPU backend vs onnxruntime and OpenVINO vs Korch unfused",
         "",
@@ -119,29 +123,41 @@ def main():
         + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.",
         "",
         "| model | batch | prims | kernels | micro-batches | reorders | korch ms | onnxruntime ms | openvino ms | unfused ms "
-        "| faster peer | vs faster peer | fusion gain | compile first s | compile warm s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| faster peer | vs faster peer | paired by round | fusion gain | compile first s | compile warm s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    speedups = {}
+    speedups, paired_speedups = {}, {}
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | | |")
             continue
         k, u = r["korch"], r.get("korch_unfused")
         fp = r.get("faster_peer")
         sp = r[fp]["median_ms"] / k["median_ms"] if fp else None
         if sp:
             speedups.setdefault(r["batch"], []).append(sp)
+        # Paired by round (korch bench): each round's peer median over Korch's in that round, the
+        # median over rounds; against the peer that is closer by that measure.
+        pairs = [r[p]["speedup_paired"] for p in PEERS if r.get(p, {}).get("speedup_paired")]
+        psp = min(pairs) if pairs else None
+        if psp:
+            paired_speedups.setdefault(r["batch"], []).append(psp)
         vs = f"{sp:.2f}x" if sp else "-"
+        pvs = f"{psp:.2f}x" if psp else "-"
         gain = f"{u['median_ms'] / k['median_ms']:.2f}x" if u else "-"
         lines.append(f"| {r['model']} | {r['batch']} | {r['primitives']} | {r['kernels']} | {r.get('micro_batches', 1)} | "
                      f"{k.get('reorders_per_run', '-')} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
-                     f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {gain} | "
+                     f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {pvs} | {gain} | "
                      f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |")
     for batch, sps in speedups.items():
         g = math.exp(sum(math.log(s) for s in sps) / len(sps))
         lines += ["", f"Batch {batch}: geometric mean speedup over the faster peer **{g:.2f}x** over {len(sps)} models "
                   f"(Korch faster on {sum(s > 1 for s in sps)})."]
+        if paired_speedups.get(batch):
+            ps = paired_speedups[batch]
+            pg = math.exp(sum(math.log(s) for s in ps) / len(ps))
+            lines += [f"Paired by round, against the closer peer: geometric mean **{pg:.2f}x** over {len(ps)} models "
+                      f"(Korch faster on {sum(s > 1 for s in ps)})."]
     Path(a.out).write_text("\n".join(lines) + "\n")
     Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\n".join(lines))

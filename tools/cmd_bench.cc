@@ -10,22 +10,24 @@
 // with Korch's own unfused plan (one kernel per primitive), so the gain over the faster peer and
 // the orchestration's own gain are both visible. Every system is timed host to host (inputs in
 // host memory, outputs back in host memory). Systems are timed in alternating rounds (these
-// machines are noisy); each round warms up first. Before timing, the artifact's outputs are
-// compared with the unfused plan's.
+// machines are noisy); each round warms up first. Each speedup is given twice: the ratio of the
+// medians over all runs, and paired by round (the median of the per-round ratios of medians,
+// profile/measure.h: steady across the VM's slow phases, which hit both systems of a round).
+// Before timing, the artifact's outputs are compared with the unfused plan's.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "commands.h"
 #include "compile_flags.h"
 #include "ir/random.h"
-#include "ir/tensor_io.h"
 #include "ir/tensor_compare.h"
+#include "ir/tensor_io.h"
+#include "profile/measure.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/executable.h"
 #include "support/error.h"
@@ -44,6 +46,13 @@ namespace {
 
 struct Timing {
   std::vector<double> ms;
+  std::vector<double> round_ms;  // the median of each round's runs
+  // Closes a round whose runs were appended to `ms` from index `from` on.
+  void end_round(size_t from) {
+    if (from < ms.size())
+      round_ms.push_back(
+          Timing{std::vector<double>(ms.begin() + static_cast<std::ptrdiff_t>(from), ms.end()), {}}.median());
+  }
   double quantile(double q) const {
     std::vector<double> s = ms;
     std::sort(s.begin(), s.end());
@@ -463,14 +472,29 @@ Command add_bench(CLI::App& app) {
     }
     Timing tk, tu;
     for (int r = 0; r < o->rounds; ++r) {
+      size_t from = tk.ms.size();
       time_executable(*exe, inputs, o->warmup, o->runs, tk);
+      tk.end_round(from);
       for (Peer& peer : peers) {
         if (!peer.ok) continue;
+        from = peer.t.ms.size();
         if (peer.torch()) torch.time(peer, o->warmup, o->runs);
         else time_peer(peer, peer_file, feeds_file, o->cpu.threads, o->warmup, o->runs);
+        peer.t.end_round(from);
       }
-      if (unfused) time_executable(*unfused, inputs, o->warmup, o->runs, tu);
+      if (unfused) {
+        from = tu.ms.size();
+        time_executable(*unfused, inputs, o->warmup, o->runs, tu);
+        tu.end_round(from);
+      }
     }
+    // Each system's rounds against Korch's (median_of_round_ratios); 0 when they do not pair up (a
+    // peer that stopped answering part-way).
+    const auto paired = [&](const Timing& t) {
+      return t.round_ms.size() == tk.round_ms.size() && !tk.round_ms.empty()
+                 ? median_of_round_ratios(t.round_ms, tk.round_ms)
+                 : 0.0;
+    };
     for (Peer& peer : peers)
       if (peer.torch() && peer.ok) peer.note = torch.note(peer.name);
     if (on_gpu)
@@ -502,14 +526,16 @@ Command add_bench(CLI::App& app) {
         fmt::print("  {:<16} {}\n", peer.name, peer.note);
         continue;
       }
-      row(peer.name, peer.t, fmt::format("korch speedup {:.2f}x ({}{})", peer.t.median() / tk.median(), peer.note,
-                                         &peer == faster && peers_ran > 1 ? ", the faster peer" : ""));
+      row(peer.name, peer.t,
+          fmt::format("korch speedup {:.2f}x, paired by round {:.2f}x ({}{})", peer.t.median() / tk.median(),
+                      paired(peer.t), peer.note, &peer == faster && peers_ran > 1 ? ", the faster peer" : ""));
     }
     if (!peers_note.empty()) fmt::print("  {}\n", peers_note);
     if (unfused)
       row("korch-unfused", tu,
-          fmt::format("{} gain {:.2f}x; outputs agree within {:.1e}", micro > 1 ? "fusion and micro-batch" : "fusion",
-                      tu.median() / tk.median(), agreement));
+          fmt::format("{} gain {:.2f}x, paired by round {:.2f}x; outputs agree within {:.1e}",
+                      micro > 1 ? "fusion and micro-batch" : "fusion", tu.median() / tk.median(), paired(tu),
+                      agreement));
     else if (!unfused_note.empty())
       fmt::print("  {}\n", unfused_note);
     nlohmann::json per_kernel = nlohmann::json::array();
@@ -558,18 +584,29 @@ Command add_bench(CLI::App& app) {
       }
     }
     if (!o->json.empty()) {
-      nlohmann::json j = {{"model", model}, {"threads", o->cpu.threads}, {"rounds", o->rounds}, {"runs", o->runs},
+      nlohmann::json j = {{"model", model},
+                          {"threads", o->cpu.threads},
+                          {"rounds", o->rounds},
+                          {"runs", o->runs},
                           {"peer_script", peer_file.empty() ? "" : peer_script()},
-                          {"korch", {{"median_ms", tk.median()}, {"p10_ms", tk.quantile(0.1)}, {"p90_ms", tk.quantile(0.9)},
-                                     {"reorders_per_run", reorders.count}, {"reorder_bytes_per_run", reorders.bytes},
-                                     {"layout_handoffs", exe->layout_handoffs()}}},
-                          {"device", exe->device().name()}, {"device_id", exe->device().id()},
-                          {"replay", exe->replay_status()}, {"timing", host_to_host}};
+                          {"korch",
+                           {{"median_ms", tk.median()},
+                            {"p10_ms", tk.quantile(0.1)},
+                            {"p90_ms", tk.quantile(0.9)},
+                            {"round_medians_ms", tk.round_ms},
+                            {"reorders_per_run", reorders.count},
+                            {"reorder_bytes_per_run", reorders.bytes},
+                            {"layout_handoffs", exe->layout_handoffs()}}},
+                          {"device", exe->device().name()},
+                          {"device_id", exe->device().id()},
+                          {"replay", exe->replay_status()},
+                          {"timing", host_to_host}};
       if (!torch_json.empty()) j["torch_peers"] = torch_json;
       for (const Peer& peer : peers) {
         if (peer.ok)
-          j[peer.name] = {{"median_ms", peer.t.median()}, {"p10_ms", peer.t.quantile(0.1)}, {"p90_ms", peer.t.quantile(0.9)},
-                          {"note", peer.note}};
+          j[peer.name] = {{"median_ms", peer.t.median()},     {"p10_ms", peer.t.quantile(0.1)},
+                          {"p90_ms", peer.t.quantile(0.9)},   {"round_medians_ms", peer.t.round_ms},
+                          {"speedup_paired", paired(peer.t)}, {"note", peer.note}};
         else
           j[peer.name] = {{"error", peer.note}};
       }
@@ -578,6 +615,8 @@ Command add_bench(CLI::App& app) {
         j["korch_unfused"] = {{"median_ms", tu.median()},
                               {"p10_ms", tu.quantile(0.1)},
                               {"p90_ms", tu.quantile(0.9)},
+                              {"round_medians_ms", tu.round_ms},
+                              {"gain_paired", paired(tu)},
                               {"agreement", agreement},
                               {"cost_model", unfused->manifest().value("cost_model", std::string())}};
       if (!per_kernel.empty()) {

@@ -95,6 +95,16 @@ Measurement summarize_samples(std::vector<double> samples) {
   return m;
 }
 
+double median_of_round_ratios(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || a.size() != b.size())
+    fail("a paired comparison needs the same rounds of both systems ({} and {})", a.size(), b.size());
+  std::vector<double> r(a.size());
+  for (size_t i = 0; i < a.size(); ++i) r[i] = a[i] / b[i];
+  std::sort(r.begin(), r.end());
+  const size_t n = r.size();
+  return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+}
+
 Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt) {
   KORCH_CHECK(opt.min_reps >= 1 && opt.max_reps >= opt.min_reps && opt.max_reps >= 3,
               "bad MeasureOptions reps: min {} max {}", opt.min_reps, opt.max_reps);

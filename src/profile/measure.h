@@ -57,6 +57,14 @@ Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt =
 // Statistics of per-call times (any order; not empty). Linear-interpolated quantiles.
 Measurement summarize_samples(std::vector<double> samples);
 
+// Paired comparison of two systems timed in the same alternating rounds: the median over rounds of
+// a[r] / b[r] (each the median of its system's runs in round r; the mean of the middle two for an
+// even count). A machine that changes speed between rounds (this VM's slow phases: 1.3-2.5x on
+// memory-bound work for seconds at a time) moves both of a round's medians alike, so the ratio
+// stays put where the ratio of the overall medians follows whichever system drew more slow
+// rounds. Throws korch::Error unless both have the same, non-zero number of rounds.
+double median_of_round_ratios(const std::vector<double>& a, const std::vector<double>& b);
+
 // Cores' worth of CPU time that other processes (and the hypervisor's steal) took over the next
 // `window_seconds`, from /proc/stat less this process's own time (/proc/self/stat: its OpenMP
 // threads may still spin after a parallel region, and children it reaped count as its own);

@@ -36,6 +36,14 @@ def test_bench_peers(tmp_path):
     assert "the faster peer" in out and "korch speedup" in out
     # Two rounds of three runs each: every timed run counted once per system.
     assert "2 rounds x 3 runs" in out
+    # Each system's round medians, and each speedup paired by round (the mean of two round ratios).
+    for system in ("korch", "onnxruntime", "openvino", "korch_unfused"):
+        assert len(j[system]["round_medians_ms"]) == 2, (system, j[system])
+    k = j["korch"]["round_medians_ms"]
+    for p in ("onnxruntime", "openvino"):
+        ratios = [a / b for a, b in zip(j[p]["round_medians_ms"], k)]
+        assert abs(j[p]["speedup_paired"] - sum(ratios) / 2) < 1e-9 * j[p]["speedup_paired"], j[p]
+    assert j["korch_unfused"]["gain_paired"] > 0 and "paired by round" in out
     assert j["korch_unfused"]["cost_model"].startswith("analytic"), j["korch_unfused"]  # as the artifact's
 
 

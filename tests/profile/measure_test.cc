@@ -8,6 +8,8 @@
 #include <chrono>
 #include <thread>
 
+#include "support/error.h"
+
 namespace korch {
 namespace {
 
@@ -24,6 +26,18 @@ struct FakeKernel {
     return [this] { t += duration(calls++); };
   }
 };
+
+// Two systems in five rounds, the second always 10% slower than the first in the same state of the
+// machine, which runs 2x slower in some rounds.
+TEST(Measure, RoundRatiosPairTheRoundsOfTwoSystems) {
+  EXPECT_DOUBLE_EQ(median_of_round_ratios({11, 22, 22, 22, 11}, {10, 20, 20, 20, 10}), 1.1);
+  // The machine changed state within round 3, between the two systems' runs: one odd ratio, still 1.1,
+  // where the median rounds (22 against 10) would say 2.2.
+  EXPECT_DOUBLE_EQ(median_of_round_ratios({22, 22, 22, 11, 11}, {20, 20, 10, 10, 10}), 1.1);
+  EXPECT_DOUBLE_EQ(median_of_round_ratios({3, 1, 2}, {1, 1, 1}), 2.0);  // odd count: the middle one
+  EXPECT_THROW(median_of_round_ratios({1, 2}, {1}), Error);
+  EXPECT_THROW(median_of_round_ratios({}, {}), Error);
+}
 
 TEST(Measure, SteadyKernel) {
   FakeKernel k;
