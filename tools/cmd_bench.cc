@@ -44,6 +44,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Korch's slowest round over its fastest beyond which the bench says the machine changed speed.
+constexpr double kUnsteadyRounds = 1.10;
+
 struct Timing {
   std::vector<double> ms;
   std::vector<double> round_ms;  // the median of each round's runs
@@ -538,6 +541,17 @@ Command add_bench(CLI::App& app) {
                       agreement));
     else if (!unfused_note.empty())
       fmt::print("  {}\n", unfused_note);
+    // Korch's own rounds apart by more than its runs' spread: the machine changed speed during the
+    // bench (another process, this VM's slow phases), which the medians over all runs mix in.
+    const double round_range = tk.round_ms.size() > 1 ? *std::max_element(tk.round_ms.begin(), tk.round_ms.end()) /
+                                                            *std::min_element(tk.round_ms.begin(), tk.round_ms.end())
+                                                      : 1.0;
+    if (round_range > kUnsteadyRounds)
+      fmt::print(
+          "  note: Korch's round medians range {:.2f}x ({:.3f} to {:.3f} ms): the machine changed speed during "
+          "the bench; the speedups paired by round are the steadier figures\n",
+          round_range, *std::min_element(tk.round_ms.begin(), tk.round_ms.end()),
+          *std::max_element(tk.round_ms.begin(), tk.round_ms.end()));
     nlohmann::json per_kernel = nlohmann::json::array();
     double clock_read_s = 0;  // what one clock read between kernels adds to each kernel's time
     if (o->per_kernel > 0) {
@@ -594,6 +608,7 @@ Command add_bench(CLI::App& app) {
                             {"p10_ms", tk.quantile(0.1)},
                             {"p90_ms", tk.quantile(0.9)},
                             {"round_medians_ms", tk.round_ms},
+                            {"round_range", round_range},
                             {"reorders_per_run", reorders.count},
                             {"reorder_bytes_per_run", reorders.bytes},
                             {"layout_handoffs", exe->layout_handoffs()}}},

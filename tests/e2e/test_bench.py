@@ -40,6 +40,7 @@ def test_bench_peers(tmp_path):
     for system in ("korch", "onnxruntime", "openvino", "korch_unfused"):
         assert len(j[system]["round_medians_ms"]) == 2, (system, j[system])
     k = j["korch"]["round_medians_ms"]
+    assert j["korch"]["round_range"] == max(k) / min(k), j["korch"]
     for p in ("onnxruntime", "openvino"):
         ratios = [a / b for a, b in zip(j[p]["round_medians_ms"], k)]
         assert abs(j[p]["speedup_paired"] - sum(ratios) / 2) < 1e-9 * j[p]["speedup_paired"], j[p]
