@@ -19,8 +19,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "compile_flags.h"
@@ -541,7 +542,7 @@ Command add_bench(CLI::App& app) {
                       agreement));
     else if (!unfused_note.empty())
       fmt::print("  {}\n", unfused_note);
-    // Korch's own rounds apart by more than its runs' spread: the machine changed speed during the
+    // Korch's own rounds apart by more than kUnsteadyRounds: the machine changed speed during the
     // bench (another process, this VM's slow phases), which the medians over all runs mix in.
     const double round_range = tk.round_ms.size() > 1 ? *std::max_element(tk.round_ms.begin(), tk.round_ms.end()) /
                                                             *std::min_element(tk.round_ms.begin(), tk.round_ms.end())
