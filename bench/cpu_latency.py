@@ -30,10 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
-
-PEERS = ("onnxruntime", "openvino")
 from bench_common import cpu_name  # noqa: E402
 
+PEERS = ("onnxruntime", "openvino")
 PAPER = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano", "yolov4"]
 HELDBACK = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "regnet_y_400mf",
             "shufflenet_v2_x1_0", "squeezenet1_0", "densenet121", "convnext_tiny", "vit_b_16", "swin_t",

@@ -175,10 +175,6 @@ KernelParts split_kernel(const Graph& g, const KernelCandidate& c, const FusionR
 
 bool runs_library_call_alone(const Graph& g, const KernelCandidate& c, const FusionRules& rules) {
   if (c.linear != 1) return false;
-  for (NodeId n : c.nodes) {
-    const PrimitiveKind kind = primitive_kind(g, g.nodes[static_cast<size_t>(n)]);
-    if (kind == PrimitiveKind::kOpaque || kind == PrimitiveKind::kOperator) return false;
-  }
   const LinearMatchResult lm = match_linear(g, c.nodes, c.outputs, rules.linear_library);
   if (!lm.ok) return false;
   std::set<NodeId> in_step(lm.match.absorbed.begin(), lm.match.absorbed.end());

@@ -101,8 +101,7 @@ double median_of_round_ratios(const std::vector<double>& a, const std::vector<do
   std::vector<double> r(a.size());
   for (size_t i = 0; i < a.size(); ++i) r[i] = a[i] / b[i];
   std::sort(r.begin(), r.end());
-  const size_t n = r.size();
-  return n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+  return quantile(r, 0.5);
 }
 
 Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt) {

@@ -2,25 +2,26 @@
 // graph (Conv/MatMul + epilogue), matches the whole graph as one kernel, checks what the step
 // absorbs, runs it through CpuKernel (or the step alone when nodes are left for the loop emitter)
 // and compares `result` with the interpreter at 1e-4 relative L2.
+#include "codegen/linear_match.h"
+#include "runtime/cpu/cpu_linear_step.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 #include <random>
 
+#include "runtime/cpu/cpu_kernel.h"
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/kernel_parts.h"
 #include "codegen/kernel_signature.h"
-#include "codegen/linear_match.h"
 #include "ir/interpreter.h"
-#include "ir/op_registry.h"
 #include "ir/primitive.h"
-#include "ir/random.h"
 #include "ir/tensor_compare.h"
+#include "ir/op_registry.h"
+#include "ir/random.h"
 #include "linear_test_util.h"
 #include "orchestrate/kernel_candidate.h"
-#include "runtime/cpu/cpu_kernel.h"
-#include "runtime/cpu/cpu_linear_step.h"
 
 namespace korch::cpu {
 namespace {
