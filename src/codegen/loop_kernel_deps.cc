@@ -1,5 +1,7 @@
 #include "codegen/loop_kernel_deps.h"
 
+#include <fmt/format.h>
+
 namespace korch::loop {
 
 StageDeps::StageDeps(const Stage& st) {
@@ -92,6 +94,32 @@ TransposeTile find_transpose_tile(const Stage& st, const std::vector<uint64_t>& 
     }
   }
   return tile;
+}
+
+std::string canonical_index(const Stage& st, int id) {
+  const IndexNode& n = st.index[static_cast<size_t>(id)];
+  switch (n.op) {
+    case IndexOp::kConst:
+      return std::to_string(n.value);
+    case IndexOp::kVar:
+      return fmt::format("i{}", n.value);
+    case IndexOp::kSum: {
+      std::string s = "(";
+      for (const auto& [t, c] : n.terms) s += fmt::format("{}*{}+", c, canonical_index(st, t));
+      return s + std::to_string(n.value) + ")";
+    }
+    case IndexOp::kDiv:
+      return fmt::format("({}/{})", canonical_index(st, n.a), n.value);
+    case IndexOp::kMod:
+      return fmt::format("({}%{})", canonical_index(st, n.a), n.value);
+    case IndexOp::kMin:
+      return fmt::format("min({},{})", canonical_index(st, n.a), canonical_index(st, n.b));
+    case IndexOp::kMax:
+      return fmt::format("max({},{})", canonical_index(st, n.a), canonical_index(st, n.b));
+    case IndexOp::kTable:
+      return fmt::format("T{}[{}]", n.value, canonical_index(st, n.a));
+  }
+  return "?";
 }
 
 }  // namespace korch::loop

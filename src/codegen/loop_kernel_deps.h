@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "codegen/loop_kernel.h"
@@ -33,6 +34,11 @@ bool is_index_atom(const IndexNode& n);
 
 // Whether index node `root` is `i` or uses it.
 bool index_contains(const Stage& st, int root, int i);
+
+// Index node `id` as text with every node inline and loops by position: equal texts are equal
+// indices, also across stages (row fusion compares a store of one stage with a load of another;
+// a printer's own text names its temporaries, which each stage numbers its own way).
+std::string canonical_index(const Stage& st, int id);
 
 // A transposing copy: a pointwise stage whose stores run contiguously along its innermost loop
 // while a load steps through memory by a cache line or more per inner iteration and by one

@@ -464,6 +464,24 @@ std::vector<LoopCase> chain_cases() {
     ValueId x = b.f32("x", s);
     cs.push_back(whole_graph_case("softmax_12x197x197", b.finish({softmax(b, x, s)})));
   }
+  {
+    // An exponential written whole as an output, then summed per row (the sum's stage reads the
+    // row the first stage wrote: row fusion over whole rows).
+    GraphBuilder b;
+    Shape s{20, 33};
+    ValueId x = b.f32("x", s), m = b.f32("m", {20, 1});
+    ValueId e = b.node("Exp", {b.node("Sub", {x, expand_to(b, m, s)})});
+    cs.push_back(whole_graph_case("exp_output_then_row_sum", b.finish({e, b.reduce("ReduceSum", e, {-1})})));
+  }
+  {
+    // Windowed attention's softmax with a bias shared by the windows: the loops stay [windows,
+    // heads x rows, columns] and the row maxima live one loop deeper (row fusion over two loops).
+    GraphBuilder b;
+    Shape s{16, 3, 7, 7};
+    ValueId x = b.f32("x", s), bias = b.f32("bias", {1, 3, 7, 7});
+    ValueId sm = softmax(b, b.node("Add", {x, expand_to(b, bias, s)}), s);
+    cs.push_back(whole_graph_case("windowed_softmax_with_bias", b.finish({sm})));
+  }
   return cs;
 }
 

@@ -173,6 +173,39 @@ TEST(LoopKernel, TransposingCopiesRunInTiles) {
   EXPECT_EQ(code({1, 16, 64, 64}, {0, 2, 3, 1}).find("b +="), std::string::npos);  // 16 channels inner
 }
 
+// Row fusion (stages sharing the loop over rows, the row kept in L1 between them): over two loops
+// when the per-row results live one loop deep (windowed attention's softmax), and over whole rows
+// one stage writes and the next reads back (an exponential output, then its sum). The cases
+// windowed_softmax_with_bias and exp_output_then_row_sum check the values (FusedChainsMatchTheReference).
+TEST(LoopKernel, RowFusionSharesDeeperLoopsAndWholeRows) {
+  {
+    GraphBuilder b;
+    Shape s{64, 3, 49, 49};
+    ValueId x = b.f32("x", s), bias = b.f32("bias", {1, 3, 49, 49});
+    ValueId sm = softmax(b, b.node("Add", {x, expand_to(b, bias, s)}), s);
+    const std::string code = whole_kernel_cpu_code(b.finish({sm}));
+    EXPECT_NE(code.find("// row fusion of 3 stages over 2 loops"), std::string::npos) << code;
+    EXPECT_NE(code.find("#pragma omp parallel for collapse(2)"), std::string::npos) << code;
+  }
+  {
+    GraphBuilder b;
+    Shape s{4096, 256};
+    ValueId x = b.f32("x", s), m = b.f32("m", {4096, 1});
+    ValueId e = b.node("Exp", {b.node("Sub", {x, expand_to(b, m, s)})});
+    const std::string code = whole_kernel_cpu_code(b.finish({e, b.reduce("ReduceSum", e, {-1})}));
+    EXPECT_NE(code.find("// row fusion of 2 stages\n"), std::string::npos) << code;
+  }
+  {  // A transposed read of the exponential is not the row the first stage wrote: no fusion.
+    GraphBuilder b;
+    Shape s{256, 256};
+    ValueId x = b.f32("x", s);
+    ValueId e = b.node("Exp", {x});
+    ValueId t = b.node("Transpose", {e}, attrs({{"perm", I{1, 0}}}));
+    const std::string code = whole_kernel_cpu_code(b.finish({e, b.reduce("ReduceSum", t, {-1})}));
+    EXPECT_EQ(code.find("row fusion"), std::string::npos) << code;
+  }
+}
+
 // A Concat of many inputs along an outer axis: one copy of the inner loop per input, each
 // reading its own input only (before, unswitching stopped after four conditions and every later
 // element evaluated a chain of selects over all the remaining inputs' loads).

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/cpu/cpu_loop_emitter_internal.h"
 #include "runtime/cpu/cpu_device_id.h"
 #include "support/error.h"
@@ -17,40 +19,64 @@ using loop::Stage;
 
 namespace {
 
-// Row fusion: stages [i, j) run inside one loop over their common first loop when each stage
-// reads what an earlier one of them wrote only at the element that earlier stage writes in the
-// same iteration (a reduction's per-row result read back per row: softmax, layernorm). The row
-// then stays in L1 between the stages instead of being streamed through memory once per stage.
-bool row_fusable(const std::vector<StagePrinter>& p, size_t i, size_t j) {
+// Row fusion: stages [i, j] run inside one loop nest over their first `depth` loops (equal
+// extents, kept loops in every stage) when each stage reads what an earlier one of them wrote only
+// at elements that earlier stage writes in the same iteration of those loops:
+//   * a per-row value: stored and loaded at the same index of the shared loops alone (a
+//     reduction's result read back per row: softmax, layernorm);
+//   * a whole row: stored and loaded at the same index over loops of the same extents (an
+//     exponential written as an output, then summed by the next stage).
+// The row then stays in L1 between the stages instead of being streamed through memory once per
+// stage. Shared loops beyond the first serve nests whose per-row results live one loop deeper
+// (windowed attention's softmax: [windows, heads x rows, columns], its maxima per (window, row)).
+// Whether stage j can join stages [i, j) in a row nest `depth` loops deep.
+bool shares_rows(const std::vector<StagePrinter>& p, size_t i, size_t j, int depth) {
   const Stage& first = p[i].stage();
   const Stage& next = p[j].stage();
-  if (first.loops.empty() || next.loops.empty() || first.loops[0].reduce || next.loops[0].reduce) return false;
-  if (!p[i].row_printable() || !p[j].row_printable()) return false;
-  const int64_t rows = first.loops[0].extent;
-  if (next.loops[0].extent != rows || rows < 16) return false;
+  if (depth > p[i].max_row_depth() || depth > p[j].max_row_depth()) return false;
+  // The loops of stage `a` and of `next` from `from` through `to` have the same extents.
+  auto same_loops = [&](const Stage& a, int from, int to) {
+    for (int l = from; l <= to; ++l)
+      if (static_cast<size_t>(l) >= a.loops.size() || static_cast<size_t>(l) >= next.loops.size() ||
+          a.loops[static_cast<size_t>(l)].extent != next.loops[static_cast<size_t>(l)].extent)
+        return false;
+    return true;
+  };
+  if (!same_loops(first, 0, depth - 1)) return false;
+  int64_t rows = 1, per_row = 1;
+  for (int l = 0; l < depth; ++l) rows *= first.loops[static_cast<size_t>(l)].extent;
   // A row must be small enough to stay in cache; otherwise nothing is gained.
-  int64_t per_row = 1;
-  for (size_t l = 1; l < next.loops.size(); ++l) per_row *= next.loops[l].extent;
-  if (per_row > (1 << 14)) return false;
+  for (size_t l = static_cast<size_t>(depth); l < next.loops.size(); ++l) per_row *= next.loops[l].extent;
+  if (rows < 16 || per_row > (1 << 14)) return false;
   for (const auto& ld : p[j].loads()) {
     for (size_t s = i; s < j; ++s) {
       for (const auto& st : p[s].stores()) {
         if (st.buffer != ld.buffer) continue;
-        if (st.level > 0 || ld.level > 0 || st.index != ld.index) return false;
+        if (st.key != ld.key) return false;
+        const bool per_row_value = st.level < depth && ld.level < depth;
+        if (!per_row_value && !same_loops(p[s].stage(), depth, ld.level)) return false;
       }
     }
   }
   return true;
 }
 
-void print_row_fused(std::vector<StagePrinter>& p, size_t i, size_t j, CodeWriter& w) {
+void print_row_fused(std::vector<StagePrinter>& p, size_t i, size_t j, int depth, CodeWriter& w) {
   int64_t work = 0;
   for (size_t s = i; s < j; ++s) work += p[s].work();
   w.open("");
-  w.line(fmt::format("// row fusion of {} stages", j - i));
-  if (work >= kParallelWork) w.line("#pragma omp parallel for schedule(static)");
-  w.open(fmt::format("for (int64_t i0 = 0; i0 < {}; ++i0)", p[i].stage().loops[0].extent));
-  for (size_t s = i; s < j; ++s) p[s].print_row();
+  w.line(depth == 1 ? fmt::format("// row fusion of {} stages", j - i)
+                    : fmt::format("// row fusion of {} stages over {} loops", j - i, depth));
+  if (work >= kParallelWork)
+    w.line(depth == 1 ? std::string("#pragma omp parallel for schedule(static)")
+                      : fmt::format("#pragma omp parallel for collapse({}) schedule(static)", depth));
+  const Stage& first = p[i].stage();
+  // collapse() wants the loops perfectly nested: the outer headers carry no braces.
+  for (int l = 0; l + 1 < depth; ++l)
+    w.line(fmt::format("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})", l, first.loops[static_cast<size_t>(l)].extent));
+  w.open(fmt::format("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})", depth - 1,
+                     first.loops[static_cast<size_t>(depth - 1)].extent));
+  for (size_t s = i; s < j; ++s) p[s].print_row(depth);
   w.close();
   w.close();
 }
@@ -126,12 +152,23 @@ void emit_cpu_loop_kernel(const LoopKernel& k, const std::string& symbol, const 
   std::vector<StagePrinter> printers;
   for (const Stage& st : k.stages) printers.emplace_back(k, st, w);
   for (size_t i = 0; i < printers.size();) {
+    // Grow the group while some depth serves all of it (a later stage may need a shallower one).
+    int depth = printers[i].max_row_depth();
     size_t j = i + 1;
-    while (j < printers.size() && row_fusable(printers, i, j)) ++j;
+    for (; j < printers.size(); ++j) {
+      int d = depth;
+      for (; d >= 1; --d) {
+        bool all = true;
+        for (size_t m = i + 1; m <= j && all; ++m) all = shares_rows(printers, i, m, d);
+        if (all) break;
+      }
+      if (d < 1) break;
+      depth = d;
+    }
     if (j - i == 1) {
       printers[i].print();
     } else {
-      print_row_fused(printers, i, j, w);
+      print_row_fused(printers, i, j, depth, w);
     }
     i = j;
   }

@@ -54,21 +54,22 @@ class StagePrinter {
   // The whole stage as one block.
   void print();
 
-  // The stage's body for one iteration of its first loop, which the caller has opened as `i0`
-  // (row fusion: several stages share that loop).
-  void print_row();
+  // The stage's body for one iteration of its first `depth` loops, which the caller has opened
+  // as `i0`, `i1`, ... (row fusion: several stages share those loops).
+  void print_row(int depth);
 
   struct Access {
     int buffer;
-    std::string index;
+    std::string key;  // loop::canonical_index: comparable across stages
     int level;
   };
   std::vector<Access> loads() const;
   std::vector<Access> stores() const;
   const Stage& stage() const { return st_; }
-  // Whether print_row() can run inside a caller's loop over loop 0 (not when the kept-inner
-  // schedule moves loop 0 innermost, nor when a transpose tiling blocks the loops).
-  bool row_printable() const { return !(kept_inner_ && st_.num_kept() == 1) && !tile_.active(); }
+  // How many leading loops print_row() can leave to a caller: kept loops only, and a pointwise
+  // stage's innermost (simd) loop stays its own unless it is its only loop; fewer when the
+  // kept-inner schedule moves loop K - 1 innermost; none under a transpose tiling.
+  int max_row_depth() const;
 
  private:
   // Expressions reachable from `root` (loop_kernel_deps.h).

@@ -106,13 +106,21 @@ void StagePrinter::tiled_body() {
   w_.close();
 }
 
-void StagePrinter::print_row() {
+void StagePrinter::print_row(int depth) {
   const int L = static_cast<int>(st_.loops.size());
   w_.open("");
   w_.line("// " + st_.comment);
-  emit_level(-1);
-  after_open(0, L, st_.num_kept());
+  for (int l = -1; l + 1 < depth; ++l) emit_level(l);
+  after_open(depth - 1, L, st_.num_kept());
   w_.close();
+}
+
+int StagePrinter::max_row_depth() const {
+  if (tile_.active()) return 0;
+  const int L = static_cast<int>(st_.loops.size()), K = st_.num_kept();
+  int d = st_.is_reduction ? K : std::min(L, std::max(L - 1, 1));
+  if (kept_inner_) d = std::min(d, K - 1);
+  return std::max(d, 0);
 }
 
 std::vector<StagePrinter::Access> StagePrinter::loads() const {
@@ -120,7 +128,7 @@ std::vector<StagePrinter::Access> StagePrinter::loads() const {
   for (size_t e = 0; e < st_.exprs.size(); ++e) {
     const ExprNode& n = st_.exprs[e];
     if (needed_e_[e] && n.op == ExprOp::kLoad)
-      out.push_back({n.buffer, index_def(n.index), st_.index[static_cast<size_t>(n.index)].level});
+      out.push_back({n.buffer, loop::canonical_index(st_, n.index), st_.index[static_cast<size_t>(n.index)].level});
   }
   return out;
 }
@@ -128,7 +136,7 @@ std::vector<StagePrinter::Access> StagePrinter::loads() const {
 std::vector<StagePrinter::Access> StagePrinter::stores() const {
   std::vector<Access> out;
   for (const loop::Store& s : st_.stores)
-    out.push_back({s.buffer, index_def(s.index), st_.index[static_cast<size_t>(s.index)].level});
+    out.push_back({s.buffer, loop::canonical_index(st_, s.index), st_.index[static_cast<size_t>(s.index)].level});
   return out;
 }
 

@@ -35,11 +35,14 @@ const char* reduce_name(CudaSchedule::Reduce r) {
 // longer rows are better served by stand-alone (two-pass) reductions.
 constexpr int64_t kMaxRow = 1 << 14;
 
-// Row fusion (the CPU's row_fusable is the model): stages [i, j] run in one launch, a block or a
-// warp per iteration of their common first loop, when stage j reads what an earlier stage of
-// them wrote only at the element that stage writes for the same row (a reduction's per-row
-// result read back per row: softmax, layer / group / instance norm). Reductions inside must keep
-// only the row loop and read contiguously, so the group's threads split the row between them.
+// Row fusion (the CPU's shares_rows is the model, one loop deep): stages [i, j] run in one
+// launch, a block or a warp per iteration of their common first loop, when stage j reads what an
+// earlier stage of them wrote only at elements that stage writes for the same row: a per-row
+// value (a reduction's result read back per row: softmax, layer / group / instance norm) or the
+// whole row, read at the same index over loops of the same extents (an exponential written as an
+// output, then summed); the barrier between stages makes the row's writes visible to the group.
+// Reductions inside must keep only the row loop and read contiguously, so the group's threads
+// split the row between them.
 bool row_fusable(const std::vector<CudaStage>& p, size_t i, size_t j) {
   const Stage& first = p[i].stage();
   const Stage& next = p[j].stage();
@@ -54,7 +57,12 @@ bool row_fusable(const std::vector<CudaStage>& p, size_t i, size_t j) {
     for (size_t s = i; s < j; ++s) {
       for (const auto& st : p[s].stores()) {
         if (st.buffer != ld.buffer) continue;
-        if (st.level > 0 || ld.level > 0 || st.key != ld.key) return false;
+        if (st.key != ld.key) return false;
+        const Stage& writer = p[s].stage();
+        for (int l = 1; l <= ld.level; ++l)  // a whole row: the same loops under the row loop
+          if (static_cast<size_t>(l) >= writer.loops.size() || static_cast<size_t>(l) >= next.loops.size() ||
+              writer.loops[static_cast<size_t>(l)].extent != next.loops[static_cast<size_t>(l)].extent)
+            return false;
       }
     }
   }

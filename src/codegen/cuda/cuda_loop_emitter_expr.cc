@@ -81,27 +81,6 @@ std::string CudaStage::index_def(int id) const {
   return "?";
 }
 
-// The index with every atom inline and loops by number: equal texts are equal indices, also
-// across stages (row fusion compares a store of one stage with a load of another).
-std::string CudaStage::canonical(int id) const {
-  const IndexNode& n = st_.index[static_cast<size_t>(id)];
-  switch (n.op) {
-    case IndexOp::kConst: return std::to_string(n.value);
-    case IndexOp::kVar: return fmt::format("i{}", n.value);
-    case IndexOp::kSum: {
-      std::string s = "(";
-      for (const auto& [t, c] : n.terms) s += fmt::format("{}*{}+", c, canonical(t));
-      return s + std::to_string(n.value) + ")";
-    }
-    case IndexOp::kDiv: return fmt::format("({}/{})", canonical(n.a), n.value);
-    case IndexOp::kMod: return fmt::format("({}%{})", canonical(n.a), n.value);
-    case IndexOp::kMin: return fmt::format("min({},{})", canonical(n.a), canonical(n.b));
-    case IndexOp::kMax: return fmt::format("max({},{})", canonical(n.a), canonical(n.b));
-    case IndexOp::kTable: return fmt::format("T{}[{}]", n.value, canonical(n.a));
-  }
-  return "?";
-}
-
 std::string CudaStage::operand(int e) const {
   const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
   if (n.op == ExprOp::kConst) return literal(n);

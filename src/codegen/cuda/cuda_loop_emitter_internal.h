@@ -143,7 +143,6 @@ class CudaStage {
   std::string var(int l) const;
   std::string index_ref(int id) const;
   std::string index_def(int id) const;
-  std::string canonical(int id) const;
   std::string operand(int e) const;
   std::string expr_def(int e) const;
 

@@ -193,7 +193,7 @@ std::vector<CudaStage::Access> CudaStage::loads() const {
   for (size_t e = 0; e < st_.exprs.size(); ++e) {
     const ExprNode& n = st_.exprs[e];
     if (needed_e_[e] && n.op == ExprOp::kLoad)
-      out.push_back({n.buffer, canonical(n.index), st_.index[static_cast<size_t>(n.index)].level});
+      out.push_back({n.buffer, loop::canonical_index(st_, n.index), st_.index[static_cast<size_t>(n.index)].level});
   }
   return out;
 }
@@ -201,7 +201,7 @@ std::vector<CudaStage::Access> CudaStage::loads() const {
 std::vector<CudaStage::Access> CudaStage::stores() const {
   std::vector<Access> out;
   for (const loop::Store& s : st_.stores)
-    out.push_back({s.buffer, canonical(s.index), st_.index[static_cast<size_t>(s.index)].level});
+    out.push_back({s.buffer, loop::canonical_index(st_, s.index), st_.index[static_cast<size_t>(s.index)].level});
   return out;
 }
 
