@@ -1,10 +1,11 @@
 #include "compile_flags.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "orchestrate/analytic_cost.h"
 #include "support/error.h"
@@ -94,6 +95,18 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
                  "stored at all")
       ->check(CLI::PositiveNumber)
       ->default_str("15");
+  if (const char* e = std::getenv("KORCH_PACE_WAIT"); e && *e) {
+    char* end = nullptr;
+    const double v = std::strtod(e, &end);
+    if (end && *end == '\0' && v >= 0) pace_wait = v;
+  }
+  app.add_option("--pace-wait", pace_wait,
+                 "Measured costs: how long (s, in all) measuring may wait for a machine running slower than its "
+                 "best (a fixed probe 1.3x slower than the fastest the tuning database has seen, with no other "
+                 "process on the cores); what is measured slow anyway is measured again by a later compile at "
+                 "the machine's pace (0: never wait)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("60, or $KORCH_PACE_WAIT");
   app.add_flag("--no-verify", no_verify,
                "With analytic costs: do not run the plan's kernels against the reference interpreter");
   if (!with_orchestrate) return;
@@ -123,6 +136,7 @@ CompileOptions CompileFlags::options(const std::string& model, const std::functi
   o.micro_batch = micro_batch;
   o.measured.redo = redo;
   if (max_spread_pct > 0) o.loop_max_spread = o.measured.measure.max_spread = max_spread_pct / 100;
+  o.measured.pace.max_wait_seconds = pace_wait;
   o.log = say;
   return o;
 }
@@ -176,8 +190,9 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     const LoopReport& l = r.loop;
     fmt::print("  closed loop: {} rounds (departing kernels per round:", l.rounds.size());
     for (const auto& x : l.rounds) fmt::print(" {}", x.departures);
-    fmt::print("), kept round {}{}\n", l.kept,
-               l.loaded ? fmt::format("; {} in-model costs from the database", l.loaded) : "");
+    fmt::print("), kept round {}{}{}\n", l.kept,
+               l.loaded ? fmt::format("; {} in-model costs from the database", l.loaded) : "",
+               l.left_slow ? fmt::format(" ({} more left out: taken while the machine ran slow)", l.left_slow) : "");
     int noisy = 0;
     for (const auto& x : l.rounds) noisy += x.noisy;
     if (noisy)

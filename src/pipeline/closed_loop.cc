@@ -102,10 +102,20 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   };
   std::vector<Round> rounds;
   std::vector<std::vector<std::vector<std::string>>> seen;
+  // Every run of a plan in the model waits for the machine's pace first (profile/pace.h), and the
+  // kernel times it stores carry the slower of the paces probed before and after it.
+  MachinePace& pace = isolated.pace();
+  const auto run_at_pace = [&] {
+    const double before = pace.settle();
+    InModelRun run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
+    in_model.set_run_pace(std::max(before, pace.probe()));
+    return run;
+  };
   const auto step_note = [&](size_t i, size_t n) { return fmt::format("{}: step {} of {}", o.model_name, i, n); };
   const auto t_loop = Clock::now();
   r.loop.ran = true;
   r.loop.loaded = in_model.loaded();
+  r.loop.left_slow = in_model.left_slow();
   // Some run drifted (run_drift) after its re-take. Slower than the stored times (`drifted`): the
   // machine is busier now, nothing is stored. Faster (`refreshed`): the stored times were taken on
   // a busier machine (another process only ever slows a run down), so this run's replace them;
@@ -114,7 +124,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   double first_drift_in_time = 1;  // round 1's RunDrift::total
   for (int round = 1;; ++round) {
     const double predicted = r.orchestration.plan.total_seconds();
-    InModelRun run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
+    InModelRun run = run_at_pace();
     // A run on a machine that drifted is taken again once; when it still drifts, the plan is not
     // solved again on it: against stored times of other kernels, the plan's own kernels would look
     // slower (or faster) by the machine's state alone, and the loop would chase that (a warm yolov4
@@ -129,7 +139,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
           fmt::format("closed loop, round {}: the plan's kernels ran {:+.0f}% against their stored in-model times "
                       "(median): the machine is not as it was; taking the run again",
                       round, (moved.median - 1) * 100));
-      run = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
+      run = run_at_pace();
       moved = plan_drift(r, run, in_model);
       drifted = moved.median > 1 + o.loop_max_drift;
       refreshed = moved.median < 1 - o.loop_max_drift;
@@ -280,7 +290,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
       verify_plan(p, r.orchestration.plan);
       r.kernels = emit_plan(p, backend, r.orchestration);
       r.memory = write_artifact_files(dir, p, backend, r, o);
-      InModelRun again = run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
+      InModelRun again = run_at_pace();
       say(fmt::format("closed loop: an earlier compile's plan measured {:.1f} us then, {:.1f} us now",
                       stored->seconds * 1e6, again.end_to_end * 1e6));
       rounds.push_back({r.orchestration, r.kernels, again, p});
@@ -334,7 +344,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
         fmt::format("closed loop: the kept plan ran {:.1f} us kernel by kernel but {:.1f} us beside the unfused plan "
                     "(the machine changed state in between): timing its kernels again",
                     rounds[best].run.end_to_end * 1e6, beside.a * 1e6));
-    return run_in_model(dir, o.loop_runs, o.cpu_threads, o.loop_max_spread);
+    return run_at_pace();
   });
   const InModelRun& kept = settled.run;
   r.loop.retaken = settled.retaken;

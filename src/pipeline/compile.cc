@@ -72,6 +72,7 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
     loop = {{"rounds", loop_rounds_json(r.loop, runs)},
             {"kept", r.loop.kept},
             {"in_model_records_loaded", r.loop.loaded},
+            {"in_model_records_left_slow", r.loop.left_slow},
             {"unfused_measured_s", r.loop.unfused_measured * runs},
             {"plan_beside_unfused_s", r.loop.plan_beside_unfused * runs}};
     if (r.loop.retaken) {
@@ -256,6 +257,7 @@ CompileResult compile_graph(const Graph& model, const std::string& artifact_dir,
                                                 model_key(p), mo.redo);
       in_model->key_by_step_revision(
           [backend](const Graph& g, const KernelCandidate& c) { return backend->step_revision(g, c); });
+      in_model->use_pace(&measured->pace());
       provider = in_model.get();
     }
   } else {

@@ -99,6 +99,7 @@ struct VerifyReport {
 struct LoopReport {
   bool ran = false;
   int64_t loaded = 0;  // in-model costs found in the tuning database at the start
+  int64_t left_slow = 0;  // found, but taken while the machine ran slow (profile/pace.h): taken again
   struct Round {
     double predicted = 0, measured = 0;
     int departures = 0;

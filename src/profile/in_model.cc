@@ -187,8 +187,20 @@ void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     const std::string key = make_tuning_key(inst, device_, generator_);
     if (instance_of_key.emplace(key, inst).second) keys.push_back(key);
   }
-  for (const auto& [key, r] : db_->get_many(keys)) {
+  std::map<std::string, TuningRecord> found = db_->get_many(keys);
+  bool any_slow = false;
+  for (const auto& [key, r] : found) any_slow |= r.status == TuningStatus::kOk && pace_ && pace_->is_slow(r.pace);
+  // Taken on a slow machine, while it runs at its pace now: left for the closed loop to take again.
+  const bool leave_slow = any_slow && [&] {
+    const double now = pace_->probe();
+    return now > 0 && !pace_->is_slow(now);
+  }();
+  for (const auto& [key, r] : found) {
     if (r.status != TuningStatus::kOk) continue;
+    if (leave_slow && pace_->is_slow(r.pace)) {
+      ++left_slow_;
+      continue;
+    }
     if (by_instance_.emplace(instance_of_key.at(key), r.seconds).second) ++loaded_;
   }
   for (const KernelCandidate& c : candidates) note_ratio(g, c);
@@ -246,6 +258,7 @@ void InModelCosts::put(const std::string& signature, double seconds, const std::
   r.reps = 1;
   r.note = note;
   r.created = static_cast<int64_t>(std::time(nullptr));
+  r.pace = run_pace_;
   db_->put(r);
 }
 

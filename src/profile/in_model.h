@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "orchestrate/kernel_cost.h"
+#include "profile/pace.h"
 #include "profile/tuning_db.h"
 #include "runtime/executable.h"
 
@@ -145,6 +146,12 @@ class InModelCosts : public CostProvider {
   void key_by_step_revision(std::function<std::string(const Graph&, const KernelCandidate&)> revision) {
     step_revision_ = std::move(revision);
   }
+  // The machine's pace (profile/pace.h), set before prepare(): records carry the pace of the run
+  // they come from (set_run_pace), and prepare() leaves out records taken while the machine ran
+  // slow when it runs at its pace now (the closed loop takes them again).
+  void use_pace(MachinePace* pace) { pace_ = pace; }
+  void set_run_pace(double pace) { run_pace_ = pace; }
+  int64_t left_slow() const { return left_slow_; }  // records prepare() left out for their pace
   // Records c's in-model time (and stores it). `note` says where it was taken.
   void record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note);
   bool has(const Graph& g, const KernelCandidate& c) const { return by_instance_.count(instance(g, c)) != 0; }
@@ -173,8 +180,10 @@ class InModelCosts : public CostProvider {
   // Per recorded instance: in-model / isolated, for the class scales.
   std::map<std::string, double> ratio_linear_, ratio_loop_;
   mutable double scale_linear_ = 0, scale_loop_ = 0;  // 0: to compute
-  int64_t loaded_ = 0;
+  int64_t loaded_ = 0, left_slow_ = 0;
   bool redo_ = false;
+  MachinePace* pace_ = nullptr;
+  double run_pace_ = 0;
 };
 
 }  // namespace korch

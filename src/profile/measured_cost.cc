@@ -73,17 +73,29 @@ MeasuredCost::MeasuredCost(Backend& backend, MeasuredCostOptions options)
                      backend_.name(), backend_.timing_unavailable());
   device_ = dev->id();
   db_ = TuningDb::open(options_.db_path.empty() ? TuningDb::default_path() : options_.db_path);
+  pace_ = std::make_unique<MachinePace>(*dev, *db_, device_, options_.pace, options_.log);
 }
 
 MeasuredCost::~MeasuredCost() = default;
 
 MeasuredCostStats& MeasuredCostStats::operator+=(const MeasuredCostStats& o) {
-  for (auto [mine, theirs] : {std::pair{&candidates, o.candidates}, {&signatures, o.signatures}, {&db_hits, o.db_hits},
-                              {&unemittable, o.unemittable}, {&pruned, o.pruned}, {&noisy, o.noisy},
-                              {&failed, o.failed}, {&measured, o.measured}, {&units_compiled, o.units_compiled},
-                              {&units_cached, o.units_cached}, {&unchecked_reference, o.unchecked_reference},
-                              {&schedules_timed, o.schedules_timed}, {&schedules_improved, o.schedules_improved},
-                              {&schedules_failed, o.schedules_failed}, {&schedule_crashes, o.schedule_crashes}})
+  for (auto [mine, theirs] : {std::pair{&candidates, o.candidates},
+                              {&signatures, o.signatures},
+                              {&db_hits, o.db_hits},
+                              {&unemittable, o.unemittable},
+                              {&pruned, o.pruned},
+                              {&noisy, o.noisy},
+                              {&failed, o.failed},
+                              {&measured, o.measured},
+                              {&units_compiled, o.units_compiled},
+                              {&units_cached, o.units_cached},
+                              {&unchecked_reference, o.unchecked_reference},
+                              {&schedules_timed, o.schedules_timed},
+                              {&schedules_improved, o.schedules_improved},
+                              {&schedules_failed, o.schedules_failed},
+                              {&schedule_crashes, o.schedule_crashes},
+                              {&slow_pace, o.slow_pace},
+                              {&retaken_slow, o.retaken_slow}})
     *mine += theirs;
   for (auto [mine, theirs] : {std::pair{&seconds_signatures, o.seconds_signatures}, {&seconds_emit, o.seconds_emit},
                               {&seconds_reference, o.seconds_reference}, {&seconds_compile, o.seconds_compile},
@@ -134,6 +146,8 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   std::map<std::string, TuningRecord> known = db_->get_many(keys);
   std::vector<std::string> todo;  // hashes to generate and measure, singletons first
   std::set<std::string> untuned;  // measured on the default schedule only
+  std::vector<std::string> taken_slow;  // records measured while the machine ran slow
+  std::set<std::string> retake;         // of those, measured again now (never pruned: they were kept once)
   for (const auto& [hash, rep] : first_of) {
     auto it = known.find(key_of(hash));
     if (it != known.end() && it->second.status != TuningStatus::kInFlight && !options_.redo) {
@@ -141,8 +155,26 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
       ++stats_.db_hits;
       if (it->second.status == TuningStatus::kOk && it->second.variant.empty()) untuned.insert(hash);
       else if (it->second.variant == TuningRecord::kVariantInFlight) ++stats_.schedule_crashes;
+      if (it->second.status == TuningStatus::kOk && pace_->is_slow(it->second.pace)) taken_slow.push_back(hash);
     } else {
       todo.push_back(hash);
+    }
+  }
+  // Records taken on a slow machine are measured again when it runs at its pace now, so a plan
+  // does not weigh kernels timed in two machine states against each other.
+  if (!taken_slow.empty()) {
+    const double now = pace_->probe();
+    if (now > 0 && !pace_->is_slow(now)) {
+      for (const std::string& h : taken_slow) {
+        by_hash_.erase(h);
+        untuned.erase(h);
+        todo.push_back(h);
+        retake.insert(h);
+      }
+      stats_.db_hits -= static_cast<int64_t>(taken_slow.size());
+      stats_.retaken_slow = static_cast<int64_t>(taken_slow.size());
+      say(fmt::format("{} kernels were measured while the machine ran slow: measured again at its pace now ({:.2f}x)",
+                      taken_slow.size(), now));
     }
   }
   std::stable_sort(todo.begin(), todo.end(), [&](const std::string& a, const std::string& b) {
@@ -164,7 +196,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
                       others, std::thread::hardware_concurrency()));
 
   auto record = [&](const std::string& hash, TuningStatus status, double seconds, double spread, int reps,
-                    const std::string& note) {
+                    const std::string& note, double pace = 0) {
     TuningRecord r;
     r.key = key_of(hash);
     r.signature = hash;
@@ -176,6 +208,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     r.reps = reps;
     r.note = note;
     r.created = static_cast<int64_t>(std::time(nullptr));
+    r.pace = pace;
     db_->put(r);
     if (status != TuningStatus::kInFlight) by_hash_[hash] = cost_of(r);
   };
@@ -205,6 +238,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     enum class Kind { kCompileFailed, kFailed, kMeasured } kind = Kind::kFailed;
     std::string where, message;  // where: its source and function (or library step)
     Measurement m;
+    double pace = 0;  // the machine's when it was timed
   };
   auto check_and_time = [&](const std::vector<const EmittedKernel*>& ks, const std::string& what,
                             const std::function<bool(size_t, const std::string&)>& before,
@@ -254,6 +288,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
           MeasureOptions mo = options_.measure;
           if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
           if (!mo.before_sample) mo.before_sample = [&dev] { dev.flush_caches(); };  // no-op on the CPU
+          out.pace = pace_->settle();
           out.m = measure([&] { probe.run(); }, mo);
           out.kind = Outcome::Kind::kMeasured;
         }
@@ -319,9 +354,12 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
             // Still wider than max_spread after the re-takes: kept (the median of the quietest
             // run), but marked so, counted in the summary, and re-measured by --redo.
             if (m.noisy) ++stats_.noisy;
+            if (pace_->is_slow(out.pace)) ++stats_.slow_pace;
             record(h, TuningStatus::kOk, m.median, m.spread, m.reps,
-                   m.noisy ? fmt::format("{} (noisy: spread {:.0f}% after {} re-takes)", out.where, m.spread * 100, m.remeasures)
-                           : out.where);
+                   m.noisy ? fmt::format("{} (noisy: spread {:.0f}% after {} re-takes)", out.where, m.spread * 100,
+                                         m.remeasures)
+                           : out.where,
+                   out.pace);
             untuned.insert(h);
           }
         });
@@ -338,6 +376,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
       std::vector<std::string> names;
       TuningRecord before;
       std::vector<Measurement> times;  // per name; reps = 0 when it failed
+      double pace = 0;                 // the machine's when the fastest was timed
     };
     std::vector<Site> sites;
     std::vector<std::unique_ptr<EmittedKernel>> emitted;
@@ -376,6 +415,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
           const std::string& name = site.names[owner[i].second];
           if (out.kind == Outcome::Kind::kMeasured) {
             site.times[owner[i].second] = out.m;
+            site.pace = std::max(site.pace, out.pace);
             ++stats_.schedules_timed;
             return;
           }
@@ -397,6 +437,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
         r.seconds = m.median;
         r.spread = m.spread;
         r.reps = m.reps;
+        r.pace = site.pace;
         r.note = fmt::format("{} (fastest of {} schedules; the default {:.1f} us)", site.before.note, site.names.size(), dflt * 1e6);
         if (best != 0) ++stats_.schedules_improved;
       }
@@ -417,6 +458,10 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     if (options_.prune) {
       std::vector<std::string> keep;
       for (const std::string& h : rest) {
+        if (retake.count(h)) {
+          keep.push_back(h);
+          continue;
+        }
         const KernelCandidate& c = candidates[static_cast<size_t>(first_of[h])];
         double cover = 0;
         for (NodeId n : c.nodes) {
@@ -441,11 +486,15 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
                       stats_.pruned, rest.size()));
     }
     if (!rest.empty()) run_batch(rest, "profiling fused kernels");
-    say(fmt::format("profiled: {} measured, {} failed the gate, {} unemittable, {} pruned; signatures {:.1f} s, "
-                    "generate {:.1f} s, reference {:.1f} s, compile {:.1f} s ({} units, {} cached), measure {:.1f} s",
-                    stats_.measured, stats_.failed, stats_.unemittable, stats_.pruned, stats_.seconds_signatures,
-                    stats_.seconds_emit, stats_.seconds_reference, stats_.seconds_compile, stats_.units_compiled,
-                    stats_.units_cached, stats_.seconds_measure));
+    say(fmt::format(
+        "profiled: {} measured{}, {} failed the gate, {} unemittable, {} pruned; signatures {:.1f} s, "
+        "generate {:.1f} s, reference {:.1f} s, compile {:.1f} s ({} units, {} cached), measure {:.1f} s{}",
+        stats_.measured, stats_.slow_pace ? fmt::format(" ({} while the machine ran slow)", stats_.slow_pace) : "",
+        stats_.failed, stats_.unemittable, stats_.pruned, stats_.seconds_signatures, stats_.seconds_emit,
+        stats_.seconds_reference, stats_.seconds_compile, stats_.units_compiled, stats_.units_cached,
+        stats_.seconds_measure,
+        pace_->waited_seconds() > 0 ? fmt::format(", waited {:.0f} s for the machine's pace", pace_->waited_seconds())
+                                    : ""));
   };
 
   if (!todo.empty()) measure_todo();

@@ -33,6 +33,7 @@
 
 #include "orchestrate/kernel_cost.h"
 #include "profile/measure.h"
+#include "profile/pace.h"
 
 namespace korch {
 
@@ -53,17 +54,22 @@ struct MeasuredCostOptions {
   bool tune_schedules = true;
   double schedule_min_seconds = 10e-6;
   bool progress = true;         // progress bars on stderr (KORCH_PROGRESS=0 also turns them off)
+  // The machine's pace (profile/pace.h): every record carries it; measuring waits for a slow
+  // machine within max_wait_seconds; records taken slow are measured again at the machine's pace.
+  PaceOptions pace;
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
   static MeasureOptions quick_measure_options();
 };
 
 struct MeasuredCostStats {
-  int64_t candidates = 0, signatures = 0, db_hits = 0, unemittable = 0, pruned = 0, noisy = 0,
-          failed = 0, measured = 0, units_compiled = 0, units_cached = 0,
-          unchecked_reference = 0,  // timed without the gate: they are the reference interpreter
-          schedules_timed = 0, schedules_improved = 0,  // step 7: schedules timed; kernels a non-default won
-          schedules_failed = 0,   // schedules that failed the gate or did not compile (never chosen)
-          schedule_crashes = 0;   // records a process left while timing schedules (default kept)
+  int64_t candidates = 0, signatures = 0, db_hits = 0, unemittable = 0, pruned = 0, noisy = 0, failed = 0, measured = 0,
+          units_compiled = 0, units_cached = 0,
+          unchecked_reference = 0,                  // timed without the gate: they are the reference interpreter
+      schedules_timed = 0, schedules_improved = 0,  // step 7: schedules timed; kernels a non-default won
+      schedules_failed = 0,                         // schedules that failed the gate or did not compile (never chosen)
+      schedule_crashes = 0,                         // records a process left while timing schedules (default kept)
+      slow_pace = 0,     // measured while the machine ran slow (pace above PaceOptions::slow)
+      retaken_slow = 0;  // records taken slow, measured again at the machine's pace
   double seconds_signatures = 0, seconds_emit = 0, seconds_reference = 0, seconds_compile = 0,
          seconds_measure = 0;
   std::vector<std::string> failures;         // "source path: what differs", first few
@@ -87,6 +93,8 @@ class MeasuredCost : public CostProvider {
     return all;
   }
   const std::string& device() const { return device_; }
+  // The timing device's pace (the closed loop waits on it before its runs too).
+  MachinePace& pace() { return *pace_; }
 
  private:
   // The tuning record's signature hash: the kernel's signature and its step's revision
@@ -99,6 +107,7 @@ class MeasuredCost : public CostProvider {
   MeasuredCostOptions options_;
   std::string device_;
   std::unique_ptr<TuningDb> db_;
+  std::unique_ptr<MachinePace> pace_;
   MeasuredCostStats stats_;    // this prepare()'s
   MeasuredCostStats earlier_;  // the earlier ones', summed
   std::map<std::string, KernelCost> by_hash_;

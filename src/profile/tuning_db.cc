@@ -35,12 +35,12 @@ std::string column_text(sqlite3_stmt* st, int i) {
 
 // Column order of kSelect and kInsert.
 constexpr const char* kSelect =
-    "SELECT key, signature, device, generator, status, seconds, spread, reps, note, created, variant "
+    "SELECT key, signature, device, generator, status, seconds, spread, reps, note, created, variant, pace "
     "FROM records WHERE key = ?1";
 constexpr const char* kInsert =
     "INSERT OR REPLACE INTO records "
-    "(key, signature, device, generator, status, seconds, spread, reps, note, created, variant) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+    "(key, signature, device, generator, status, seconds, spread, reps, note, created, variant, pace) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 
 TuningRecord read_row(sqlite3_stmt* st, const std::string& path) {
   TuningRecord r;
@@ -55,6 +55,7 @@ TuningRecord read_row(sqlite3_stmt* st, const std::string& path) {
   r.note = column_text(st, 8);
   r.created = sqlite3_column_int64(st, 9);
   r.variant = column_text(st, 10);
+  r.pace = sqlite3_column_double(st, 11);
   return r;
 }
 
@@ -153,7 +154,8 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path) {
         " key TEXT PRIMARY KEY NOT NULL, signature TEXT NOT NULL, device TEXT NOT NULL,"
         " generator INTEGER NOT NULL, status TEXT NOT NULL, seconds REAL NOT NULL,"
         " spread REAL NOT NULL, reps INTEGER NOT NULL, note TEXT NOT NULL, created INTEGER NOT NULL,"
-        " variant TEXT NOT NULL DEFAULT '')");
+        " variant TEXT NOT NULL DEFAULT '', pace REAL NOT NULL DEFAULT 0)");
+    db->exec("CREATE TABLE IF NOT EXISTS machine_pace (device TEXT PRIMARY KEY NOT NULL, best REAL NOT NULL)");
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(raw, "SELECT MAX(version) FROM schema_version", -1, &st, nullptr) != SQLITE_OK)
       db->fail_sqlite("reading the schema version");
@@ -167,6 +169,8 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path) {
               "use the newer Korch or point KORCH_CACHE_DIR elsewhere", path, version, kSchemaVersion);
     // Version 1 had no schedule variant: its records keep measuring the default schedule ('').
     if (version == 1) db->exec("ALTER TABLE records ADD COLUMN variant TEXT NOT NULL DEFAULT ''");
+    // Versions 1-2 did not record the machine's pace: their records' pace is unknown (0).
+    if (version >= 1 && version < 3) db->exec("ALTER TABLE records ADD COLUMN pace REAL NOT NULL DEFAULT 0");
     if (version < kSchemaVersion) {
       db->exec("DELETE FROM schema_version");
       db->exec(("INSERT INTO schema_version (version) VALUES (" + std::to_string(kSchemaVersion) + ")").c_str());
@@ -209,6 +213,7 @@ void TuningDb::put(const TuningRecord& r) {
   sqlite3_bind_text(st, 9, r.note.data(), static_cast<int>(r.note.size()), SQLITE_STATIC);
   sqlite3_bind_int64(st, 10, r.created != 0 ? r.created : static_cast<int64_t>(std::time(nullptr)));
   sqlite3_bind_text(st, 11, r.variant.data(), static_cast<int>(r.variant.size()), SQLITE_STATIC);
+  sqlite3_bind_double(st, 12, r.pace);
   // Autocommit: the row is durable against a process kill once step returns DONE.
   if (sqlite3_step(st) != SQLITE_DONE) fail_sqlite("writing a record");
 }
@@ -235,6 +240,36 @@ std::map<std::string, TuningRecord> TuningDb::get_many(const std::vector<std::st
     throw;
   }
   return out;
+}
+
+double TuningDb::best_pace(const std::string& device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT best FROM machine_pace WHERE device = ?1", -1, &st, nullptr) != SQLITE_OK)
+    fail_sqlite("reading the machine's pace");
+  sqlite3_bind_text(st, 1, device.data(), static_cast<int>(device.size()), SQLITE_STATIC);
+  const int rc = sqlite3_step(st);
+  const double best = rc == SQLITE_ROW ? sqlite3_column_double(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail_sqlite("reading the machine's pace");
+  return best;
+}
+
+void TuningDb::offer_pace(const std::string& device, double seconds) {
+  if (!(seconds > 0)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* st = nullptr;
+  // One statement: two processes offering at once keep the lower.
+  if (sqlite3_prepare_v2(db_,
+                         "INSERT INTO machine_pace (device, best) VALUES (?1, ?2) "
+                         "ON CONFLICT(device) DO UPDATE SET best = MIN(best, excluded.best)",
+                         -1, &st, nullptr) != SQLITE_OK)
+    fail_sqlite("recording the machine's pace");
+  sqlite3_bind_text(st, 1, device.data(), static_cast<int>(device.size()), SQLITE_STATIC);
+  sqlite3_bind_double(st, 2, seconds);
+  const int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) fail_sqlite("recording the machine's pace");
 }
 
 int64_t TuningDb::size() {

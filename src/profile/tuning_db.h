@@ -46,6 +46,9 @@ struct TuningRecord {
   // schedule, not (yet) compared with others; kVariantInFlight while they are being timed.
   std::string variant;
   static constexpr const char* kVariantInFlight = "*";
+  // The machine's pace when `seconds` was taken: its pace probe over the best the device has
+  // shown (profile/pace.h); 1 at its best, 1.6 in a slow phase; 0: unknown (not probed).
+  double pace = 0;
 };
 
 // "<signature>|<device>|g<generator>": the key the CostProvider uses.
@@ -53,7 +56,9 @@ std::string make_tuning_key(const std::string& signature, const std::string& dev
 
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 2;  // 2: records name their schedule variant
+  // 2: records name their schedule variant; 3: records carry the machine's pace, and the
+  // fastest pace probe per device is kept (machine_pace)
+  static constexpr int kSchemaVersion = 3;
 
   // Creates missing parent folders, the file and the schema. Throws korch::Error (kIo) naming
   // `path` when it cannot be created, is not a SQLite database (suggesting deleting it) or was
@@ -73,6 +78,11 @@ class TuningDb {
   std::map<std::string, TuningRecord> get_many(const std::vector<std::string>& keys);
   int64_t size();
   const std::string& path() const { return path_; }
+
+  // The fastest pace probe (Device::pace_probe_seconds) recorded for `device`; 0 when none.
+  double best_pace(const std::string& device);
+  // Records a pace probe: kept when it is the fastest for `device` so far.
+  void offer_pace(const std::string& device, double seconds);
 
  private:
   TuningDb(sqlite3* db, std::string path);

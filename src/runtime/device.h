@@ -116,6 +116,13 @@ class Device {
   // measurement calls between repeats where the kernel meets cold data in the model. No-op where
   // the device has nothing to flush cheaply.
   virtual void flush_caches() {}
+  // Seconds one run of a fixed probe takes on this device now (the median of a few short sets):
+  // work whose time moves with the machine's state, not with the kernels. A shared VM slows down
+  // when its neighbours stream memory (this project's EPYC VM: 1.3-2.5x on memory-bound kernels
+  // for seconds to many minutes, with no steal time and no other process to see); comparing the
+  // probe with the best this device has shown tells a measurement taken then (profile/pace.h).
+  // 0: the device has no probe (the default).
+  virtual double pace_probe_seconds() { return 0; }
   // Device-specific changes to a loaded program; returns how many it made (for reports).
   virtual int specialize(ProgramView& program) {
     (void)program;

@@ -354,16 +354,22 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   fs::remove(o.measured.db_path);
 }
 
-// tiny_convnet compiled on measured isolated costs (no closed loop) with the CPU backend, then with
-// `changed`, whose tuning keys differ for some kernels: the second compile measures those again and
-// finds the others in the database (`db`), and a third measures nothing. The second's counts.
-MeasuredCostStats recompile_with(Backend& changed, const fs::path& dir, const std::string& db) {
-  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+// tiny_convnet's isolated-cost compile against the tuning database `db`.
+CompileOptions tiny_convnet_options(const std::string& db) {
   CompileOptions o;
   o.model_name = "tiny_convnet";
   o.measured.db_path = db;
   o.close_loop = false;
   o.micro_batch = "off";
+  return o;
+}
+
+// tiny_convnet compiled on measured isolated costs (no closed loop) with the CPU backend, then with
+// `changed`, whose tuning keys differ for some kernels: the second compile measures those again and
+// finds the others in the database (`db`), and a third measures nothing. The second's counts.
+MeasuredCostStats recompile_with(Backend& changed, const fs::path& dir, const std::string& db) {
+  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+  CompileOptions o = tiny_convnet_options(db);
   const CompileResult first = compile_model(g, dir.string(), o);
   EXPECT_EQ(compile_model(g, dir.string(), o).measured.measured, 0);  // all from the database
   o.backend = &changed;
@@ -411,6 +417,42 @@ TEST_F(CompileModel, AGeneratorBumpKeepsTheLibraryCallsTimes) {
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int64(st, 0), again.db_hits);  // what the bump found: those records
   sqlite3_finalize(st);
+  sqlite3_close(db);
+  fs::remove(path);
+}
+
+// Records taken while the machine ran slower than its pace (profile/pace.h) are measured again by
+// a compile that finds it at its pace, and only those.
+TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
+  const std::string path = dir_.string() + ".db";
+  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+  const CompileOptions o = tiny_convnet_options(path);
+  const CompileResult first = compile_model(g, dir_.string(), o);
+  ASSERT_GT(first.measured.measured, 0);
+  EXPECT_EQ(first.measured.retaken_slow, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  auto exec = [&](const char* sql) { ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql; };
+  auto count = [&](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+    const int64_t n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+  };
+  EXPECT_EQ(count("SELECT count(*) FROM records WHERE status = 'ok' AND pace < 1"), 0);  // every one probed
+  // Half the records as if taken in a slow phase, and a best probe no probe here comes near, so
+  // the machine runs at its pace now.
+  exec("UPDATE records SET pace = 1.8 WHERE status = 'ok' AND rowid % 2 = 0");
+  exec("UPDATE machine_pace SET best = 1.0");
+  const int64_t slow = count("SELECT count(*) FROM records WHERE pace > 1.3");
+  ASSERT_GT(slow, 0);
+  const CompileResult again = compile_model(g, dir_.string(), o);
+  EXPECT_EQ(again.measured.retaken_slow, slow);
+  EXPECT_EQ(again.measured.measured, slow);
+  EXPECT_EQ(count("SELECT count(*) FROM records WHERE pace > 1.3"), 0);
+  EXPECT_EQ(compile_model(g, dir_.string(), o).measured.measured, 0);
   sqlite3_close(db);
   fs::remove(path);
 }

@@ -25,6 +25,24 @@ namespace fs = std::filesystem;
 class TuningDbTest : public ::testing::Test {
  protected:
   std::string db_path() const { return (dir_ / "sub" / "dir" / "tuning.db").string(); }
+  // A database file as schema `version` wrote it: its records table (the v1 columns, then
+  // `more_columns`) with `rows` inserted.
+  void write_old_schema(int version, const std::string& more_columns, const std::string& rows) {
+    fs::create_directories(fs::path(db_path()).parent_path());
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+    const std::string sql =
+        "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+        "INSERT INTO schema_version (version) VALUES (" +
+        std::to_string(version) +
+        ");"
+        "CREATE TABLE records (key TEXT PRIMARY KEY NOT NULL, signature TEXT NOT NULL, device TEXT NOT NULL,"
+        " generator INTEGER NOT NULL, status TEXT NOT NULL, seconds REAL NOT NULL, spread REAL NOT NULL,"
+        " reps INTEGER NOT NULL, note TEXT NOT NULL, created INTEGER NOT NULL" +
+        more_columns + ");" + rows;
+    ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+    sqlite3_close(raw);
+  }
   testing::TempDir tmp_{"korch-tuning"};
   const fs::path& dir_ = tmp_.path();
 };
@@ -238,18 +256,8 @@ TEST_F(TuningDbTest, NewerSchemaIsRejected) {
 // A database written before records named their schedule variant (schema 1) opens, keeps its
 // records (as measured on the default schedule) and takes variants from then on.
 TEST_F(TuningDbTest, SchemaOneGainsTheVariantColumn) {
-  fs::create_directories(fs::path(db_path()).parent_path());
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
-  const char* v1 =
-      "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-      "INSERT INTO schema_version (version) VALUES (1);"
-      "CREATE TABLE records (key TEXT PRIMARY KEY NOT NULL, signature TEXT NOT NULL, device TEXT NOT NULL,"
-      " generator INTEGER NOT NULL, status TEXT NOT NULL, seconds REAL NOT NULL, spread REAL NOT NULL,"
-      " reps INTEGER NOT NULL, note TEXT NOT NULL, created INTEGER NOT NULL);"
-      "INSERT INTO records VALUES ('old|dev|g1', 'old', 'dev', 1, 'ok', 0.5, 0.1, 7, 'from v1', 42);";
-  ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
-  sqlite3_close(raw);
+  write_old_schema(1, "",
+                   "INSERT INTO records VALUES ('old|dev|g1', 'old', 'dev', 1, 'ok', 0.5, 0.1, 7, 'from v1', 42);");
   {
     auto db = TuningDb::open(db_path());
     std::optional<TuningRecord> old = db->get("old|dev|g1");
@@ -257,13 +265,34 @@ TEST_F(TuningDbTest, SchemaOneGainsTheVariantColumn) {
     EXPECT_DOUBLE_EQ(old->seconds, 0.5);
     EXPECT_EQ(old->note, "from v1");
     EXPECT_EQ(old->variant, "");
+    EXPECT_EQ(old->pace, 0);  // unknown
     TuningRecord r = make_record("new", 0.25);
     r.variant = "block128 vec4 rows1 auto";
+    r.pace = 1.6;
     db->put(r);
   }
   auto db = TuningDb::open(db_path());  // opened again: already the current schema
   EXPECT_EQ(db->get(make_record("new", 0.25).key)->variant, "block128 vec4 rows1 auto");
+  EXPECT_DOUBLE_EQ(db->get(make_record("new", 0.25).key)->pace, 1.6);
   EXPECT_EQ(db->size(), 2);
+}
+
+// Schema 2 (variants, no pace): its records' pace is unknown (0), and the fastest pace probe per
+// device is kept from then on.
+TEST_F(TuningDbTest, SchemaTwoGainsThePaceOfRecordsAndDevices) {
+  write_old_schema(2, ", variant TEXT NOT NULL DEFAULT ''",
+                   "INSERT INTO records VALUES ('old|dev|g1', 'old', 'dev', 1, 'ok', 0.5, 0.1, 7, 'from v2', 42, '');");
+  auto db = TuningDb::open(db_path());
+  EXPECT_EQ(db->get("old|dev|g1")->pace, 0);
+  EXPECT_EQ(db->best_pace("dev"), 0);  // none yet
+  db->offer_pace("dev", 12e-6);
+  db->offer_pace("dev", 20e-6);  // slower: not kept
+  db->offer_pace("other", 30e-6);
+  db->offer_pace("dev", 0);  // no probe: ignored
+  EXPECT_DOUBLE_EQ(db->best_pace("dev"), 12e-6);
+  db->offer_pace("dev", 11e-6);
+  EXPECT_DOUBLE_EQ(TuningDb::open(db_path())->best_pace("dev"), 11e-6);
+  EXPECT_DOUBLE_EQ(db->best_pace("other"), 30e-6);
 }
 
 TEST_F(TuningDbTest, UncreatableFolderIsAnIoError) {

@@ -1,0 +1,67 @@
+// The machine's pace: how fast the timing device runs a fixed probe now (Device::pace_probe_seconds)
+// against the fastest probe the tuning database has recorded for it.
+//
+// Why: a shared VM changes speed with its neighbours. This project's 2-core EPYC VM runs
+// memory-bound kernels 1.3-2.5x slower for seconds to many minutes at a time, with no steal time
+// and no other process in /proc to show it (bench/results/cpu_latency_epyc_dec06_paired.md). A
+// kernel timed then is stored and reused; if its neighbours in a plan were timed at the machine's
+// pace, the solver compares numbers from two machines. So every measurement carries the pace it
+// was taken at (TuningRecord::pace: 1 at the device's best, 1.6 in a slow phase), measuring waits
+// a while for a slow machine to come back, and a record taken slow is measured again by a later
+// compile that finds the machine at its pace (MeasuredCost::prepare).
+//
+// The probe costs ~3 ms on the CPU (7 sets of 20 passes over 576 KB); settle() probes at most
+// once per `interval_seconds` of measuring. A slow probe while other processes use the cores
+// (ctest -j2, a build) is explained by them: no wait (MeasuredCost warns about them already).
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace korch {
+
+namespace runtime {
+class Device;
+}
+class TuningDb;
+
+struct PaceOptions {
+  double slow = 1.3;  // a pace above this is a slow machine (fast-phase probes: within 1.15)
+  // In all, per MachinePace: how long measuring may wait for the pace. 0 here (a library caller
+  // opts in); `korch compile` waits up to 60 s (--pace-wait, $KORCH_PACE_WAIT).
+  double max_wait_seconds = 0;
+  double interval_seconds = 1;  // settle(): probes at most this often
+  double retry_seconds = 2;     // while waiting: between probes
+  // Cores' worth of CPU time other processes use now (default: other_processes_cores, measure.h).
+  std::function<double()> other_load;
+};
+
+class MachinePace {
+ public:
+  // `device_id` keys the best probe in `db` (the device part of the tuning keys).
+  MachinePace(runtime::Device& dev, TuningDb& db, std::string device_id, PaceOptions options = {},
+              std::function<void(const std::string&)> say = {});
+
+  // Probes now and returns the pace (this probe over the best recorded, which it may become);
+  // 0 when the device has no probe.
+  double probe();
+  // The pace to record with a measurement about to be taken: the last probe's, probed again when
+  // `interval_seconds` have passed. While it is slow, and no other process explains it, waits for
+  // it (probing every `retry_seconds`) as long as the wait budget lasts, and says so once per wait.
+  double settle();
+
+  double last() const { return last_; }
+  bool is_slow(double pace) const { return pace > options_.slow; }
+  double waited_seconds() const { return waited_; }
+  const PaceOptions& options() const { return options_; }
+
+ private:
+  runtime::Device& dev_;
+  TuningDb& db_;
+  std::string device_id_;
+  PaceOptions options_;
+  std::function<void(const std::string&)> say_;
+  double last_ = 0, last_probe_seconds_ = 0, last_at_ = -1e9, waited_ = 0;
+};
+
+}  // namespace korch

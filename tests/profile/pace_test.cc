@@ -1,0 +1,117 @@
+#include "profile/pace.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "profile/tuning_db.h"
+#include "runtime/cpu/cpu_device.h"
+#include "temp_dir.h"
+
+namespace korch {
+namespace {
+
+// A CPU device whose pace probe returns scripted times (the last one again when they run out).
+class ScriptedDevice : public cpu::CpuDevice {
+ public:
+  explicit ScriptedDevice(std::vector<double> us) : left_(us.begin(), us.end()) {}
+  double pace_probe_seconds() override {
+    ++probes;
+    const double s = left_.front() * 1e-6;
+    if (left_.size() > 1) left_.pop_front();
+    return s;
+  }
+  int probes = 0;
+
+ private:
+  std::deque<double> left_;
+};
+
+class MachinePaceTest : public ::testing::Test {
+ protected:
+  PaceOptions quick() const {
+    PaceOptions o;
+    o.interval_seconds = 0;
+    o.retry_seconds = 0.001;
+    o.max_wait_seconds = 1;
+    o.other_load = [] { return 0.0; };  // nothing else on the cores
+    return o;
+  }
+  testing::TempDir tmp_{"korch-pace"};
+  std::unique_ptr<TuningDb> db_ = TuningDb::open((tmp_.path() / "tuning.db").string());
+};
+
+// The pace is a probe over the fastest probe the database has seen for the device (which a faster
+// probe becomes); never below 1.
+TEST_F(MachinePaceTest, PaceIsAProbeOverTheFastestSeen) {
+  ScriptedDevice dev({10, 12, 8, 16});
+  MachinePace pace(dev, *db_, "dev", quick());
+  EXPECT_DOUBLE_EQ(pace.probe(), 1.0);  // the first: the best so far
+  EXPECT_DOUBLE_EQ(pace.probe(), 1.2);
+  EXPECT_DOUBLE_EQ(pace.probe(), 1.0);  // 8: the new best
+  EXPECT_DOUBLE_EQ(pace.probe(), 2.0);
+  EXPECT_DOUBLE_EQ(db_->best_pace("dev"), 8e-6);
+  EXPECT_TRUE(pace.is_slow(2.0));
+  EXPECT_FALSE(pace.is_slow(1.2));
+  ScriptedDevice none({0});  // a device without a probe: pace unknown, never slow
+  MachinePace unknown(none, *db_, "none", quick());
+  EXPECT_EQ(unknown.settle(), 0);
+  EXPECT_EQ(db_->best_pace("none"), 0);
+}
+
+// A slow machine is waited for, probing again, until it is back at its pace.
+TEST_F(MachinePaceTest, SettleWaitsForASlowMachine) {
+  ScriptedDevice dev({10, 20, 19, 18, 11});
+  std::vector<std::string> said;
+  MachinePace pace(dev, *db_, "dev", quick(), [&](const std::string& s) { said.push_back(s); });
+  EXPECT_DOUBLE_EQ(pace.probe(), 1.0);
+  EXPECT_DOUBLE_EQ(pace.settle(), 1.1);
+  EXPECT_EQ(dev.probes, 5);
+  EXPECT_GT(pace.waited_seconds(), 0);
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[0].find("2.00x its fastest"), std::string::npos) << said[0];
+  EXPECT_NE(said[1].find("back to pace"), std::string::npos) << said[1];
+}
+
+// The wait has a budget over the MachinePace's life: once spent, a slow machine is measured on
+// (the records then carry its pace); and a slow probe that other processes explain is not waited for.
+TEST_F(MachinePaceTest, TheWaitHasABudgetAndLoadIsNotWaitedFor) {
+  PaceOptions o = quick();
+  o.max_wait_seconds = 0.05;
+  ScriptedDevice dev({10, 20});
+  std::vector<std::string> said;
+  MachinePace pace(dev, *db_, "dev", o, [&](const std::string& s) { said.push_back(s); });
+  pace.probe();
+  EXPECT_DOUBLE_EQ(pace.settle(), 2.0);
+  EXPECT_GE(pace.waited_seconds(), 0.05);
+  EXPECT_LT(pace.waited_seconds(), 1.0);
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[1].find("still slow"), std::string::npos) << said[1];
+  const int probes = dev.probes;
+  EXPECT_DOUBLE_EQ(pace.settle(), 2.0);  // budget spent: one probe, no wait
+  EXPECT_EQ(dev.probes, probes + 1);
+  EXPECT_EQ(said.size(), 2u);
+
+  o.other_load = [] { return 1.5; };  // another process on the cores: load, not the machine
+  ScriptedDevice loaded({10, 20});
+  MachinePace busy(loaded, *db_, "busy", o);
+  busy.probe();
+  EXPECT_DOUBLE_EQ(busy.settle(), 2.0);
+  EXPECT_EQ(busy.waited_seconds(), 0);
+}
+
+// settle() probes at most once per interval.
+TEST_F(MachinePaceTest, SettleProbesAtMostOncePerInterval) {
+  PaceOptions o = quick();
+  o.interval_seconds = 60;
+  ScriptedDevice dev({10, 30});
+  MachinePace pace(dev, *db_, "dev", o);
+  EXPECT_DOUBLE_EQ(pace.settle(), 1.0);
+  EXPECT_DOUBLE_EQ(pace.settle(), 1.0);  // within the interval: the last pace
+  EXPECT_EQ(dev.probes, 1);
+}
+
+}  // namespace
+}  // namespace korch
