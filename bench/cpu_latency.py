@@ -118,17 +118,19 @@ def main():
         "micro-batches: N when the artifact runs its batch-1 plan once per sample (`--micro-batch auto` found it faster "
         "than the batch-N plan), else 1.  ",
         "reorders: layout conversions Korch's library calls make per run (`korch bench`).  ",
+        "slow rounds: rounds that began with the machine slower than its best (its pace probe over the fastest the "
+        "tuning database has seen above 1.3x: this VM's slow phases, `korch bench`'s pace_by_round).  ",
         "Compile: first = `korch compile` against the tuning database as found"
         + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.",
         "",
         "| model | batch | prims | kernels | micro-batches | reorders | korch ms | onnxruntime ms | openvino ms | unfused ms "
-        "| faster peer | vs faster peer | paired by round | fusion gain | compile first s | compile warm s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| faster peer | vs faster peer | paired by round | fusion gain | slow rounds | compile first s | compile warm s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     speedups, paired_speedups = {}, {}
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | | | |")
             continue
         k, u = r["korch"], r.get("korch_unfused")
         fp = r.get("faster_peer")
@@ -144,9 +146,11 @@ def main():
         vs = f"{sp:.2f}x" if sp else "-"
         pvs = f"{psp:.2f}x" if psp else "-"
         gain = f"{u['median_ms'] / k['median_ms']:.2f}x" if u else "-"
+        pace = k.get("pace_by_round") or []
+        slow = f"{sum(p > 1.3 for p in pace)} of {len(pace)}" if pace else "-"
         lines.append(f"| {r['model']} | {r['batch']} | {r['primitives']} | {r['kernels']} | {r.get('micro_batches', 1)} | "
                      f"{k.get('reorders_per_run', '-')} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
-                     f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {pvs} | {gain} | "
+                     f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {pvs} | {gain} | {slow} | "
                      f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |")
     for batch, sps in speedups.items():
         g = math.exp(sum(math.log(s) for s in sps) / len(sps))

@@ -19,9 +19,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 
 #include "commands.h"
 #include "compile_flags.h"
@@ -29,6 +29,8 @@
 #include "ir/tensor_compare.h"
 #include "ir/tensor_io.h"
 #include "profile/measure.h"
+#include "profile/pace.h"
+#include "profile/tuning_db.h"
 #include "runtime/cpu/cpu_device.h"
 #include "runtime/executable.h"
 #include "support/error.h"
@@ -475,7 +477,19 @@ Command add_bench(CLI::App& app) {
         }
     }
     Timing tk, tu;
+    // The machine's pace before each round (profile/pace.h): its probe over the fastest the tuning
+    // database has seen for this device; empty when the device has no probe or no database opens.
+    std::vector<double> pace_by_round;
+    std::unique_ptr<TuningDb> pace_db;
+    try {
+      pace_db = TuningDb::open(o->cpu.tuning_db.empty() ? TuningDb::default_path() : o->cpu.tuning_db);
+    } catch (const Error&) {
+    }
+    std::optional<MachinePace> pace;
+    if (pace_db) pace.emplace(exe->device(), *pace_db, exe->device().id());
     for (int r = 0; r < o->rounds; ++r) {
+      if (pace)
+        if (const double p = pace->probe(); p > 0) pace_by_round.push_back(p);
       size_t from = tk.ms.size();
       time_executable(*exe, inputs, o->warmup, o->runs, tk);
       tk.end_round(from);
@@ -553,6 +567,14 @@ Command add_bench(CLI::App& app) {
           "the bench; the speedups paired by round are the steadier figures\n",
           round_range, *std::min_element(tk.round_ms.begin(), tk.round_ms.end()),
           *std::max_element(tk.round_ms.begin(), tk.round_ms.end()));
+    if (!pace_by_round.empty()) {
+      std::vector<std::string> paces;
+      for (double p : pace_by_round) paces.push_back(fmt::format("{:.2f}", p));
+      const auto slow =
+          std::count_if(pace_by_round.begin(), pace_by_round.end(), [&](double p) { return pace->is_slow(p); });
+      fmt::print("  machine pace before each round (its probe over the fastest seen): {}{}\n", fmt::join(paces, " "),
+                 slow ? fmt::format("; {} of {} rounds began slow", slow, pace_by_round.size()) : "");
+    }
     nlohmann::json per_kernel = nlohmann::json::array();
     double clock_read_s = 0;  // what one clock read between kernels adds to each kernel's time
     if (o->per_kernel > 0) {
@@ -610,6 +632,7 @@ Command add_bench(CLI::App& app) {
                             {"p90_ms", tk.quantile(0.9)},
                             {"round_medians_ms", tk.round_ms},
                             {"round_range", round_range},
+                            {"pace_by_round", pace_by_round},
                             {"reorders_per_run", reorders.count},
                             {"reorder_bytes_per_run", reorders.bytes},
                             {"layout_handoffs", exe->layout_handoffs()}}},

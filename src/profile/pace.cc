@@ -19,7 +19,7 @@ double now_seconds() {
 }
 }  // namespace
 
-MachinePace::MachinePace(runtime::Device& dev, TuningDb& db, std::string device_id, PaceOptions options,
+MachinePace::MachinePace(const runtime::Device& dev, TuningDb& db, std::string device_id, PaceOptions options,
                          std::function<void(const std::string&)> say)
     : dev_(dev), db_(db), device_id_(std::move(device_id)), options_(options), say_(std::move(say)) {}
 

@@ -39,7 +39,7 @@ struct PaceOptions {
 class MachinePace {
  public:
   // `device_id` keys the best probe in `db` (the device part of the tuning keys).
-  MachinePace(runtime::Device& dev, TuningDb& db, std::string device_id, PaceOptions options = {},
+  MachinePace(const runtime::Device& dev, TuningDb& db, std::string device_id, PaceOptions options = {},
               std::function<void(const std::string&)> say = {});
 
   // Probes now and returns the pace (this probe over the best recorded, which it may become);
@@ -56,7 +56,7 @@ class MachinePace {
   const PaceOptions& options() const { return options_; }
 
  private:
-  runtime::Device& dev_;
+  const runtime::Device& dev_;
   TuningDb& db_;
   std::string device_id_;
   PaceOptions options_;

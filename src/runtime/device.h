@@ -122,7 +122,7 @@ class Device {
   // for seconds to many minutes, with no steal time and no other process to see); comparing the
   // probe with the best this device has shown tells a measurement taken then (profile/pace.h).
   // 0: the device has no probe (the default).
-  virtual double pace_probe_seconds() { return 0; }
+  virtual double pace_probe_seconds() const { return 0; }
   // Device-specific changes to a loaded program; returns how many it made (for reports).
   virtual int specialize(ProgramView& program) {
     (void)program;

@@ -45,6 +45,11 @@ def test_bench_peers(tmp_path):
         ratios = [a / b for a, b in zip(j[p]["round_medians_ms"], k)]
         assert abs(j[p]["speedup_paired"] - sum(ratios) / 2) < 1e-9 * j[p]["speedup_paired"], j[p]
     assert j["korch_unfused"]["gain_paired"] > 0 and "paired by round" in out
+    # The machine's pace before each round: its probe over the fastest the database has seen (the
+    # first probe of a fresh database is its own best: 1).
+    pace = j["korch"]["pace_by_round"]
+    assert len(pace) == 2 and all(p >= 1 for p in pace), pace
+    assert "machine pace before each round" in out
     assert j["korch_unfused"]["cost_model"].startswith("analytic"), j["korch_unfused"]  # as the artifact's
 
 

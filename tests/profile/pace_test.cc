@@ -17,16 +17,16 @@ namespace {
 class ScriptedDevice : public cpu::CpuDevice {
  public:
   explicit ScriptedDevice(std::vector<double> us) : left_(us.begin(), us.end()) {}
-  double pace_probe_seconds() override {
+  double pace_probe_seconds() const override {
     ++probes;
     const double s = left_.front() * 1e-6;
     if (left_.size() > 1) left_.pop_front();
     return s;
   }
-  int probes = 0;
+  mutable int probes = 0;
 
  private:
-  std::deque<double> left_;
+  mutable std::deque<double> left_;
 };
 
 class MachinePaceTest : public ::testing::Test {

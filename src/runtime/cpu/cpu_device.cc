@@ -109,7 +109,7 @@ int CpuDevice::specialize(runtime::ProgramView& p) {
   return handoffs;
 }
 
-double CpuDevice::pace_probe_seconds() {
+double CpuDevice::pace_probe_seconds() const {
   constexpr int64_t kN = 151296;  // 3 arrays: 1.8 MB, about what two 1 MB L2s hold
   constexpr int kReps = 100;
   std::vector<float> a(kN, 1.f), b(kN, 2.f), c(kN);

@@ -36,7 +36,7 @@ class CpuDevice : public runtime::Device {
   // The median of 100 parallel passes c = a + b over 3 x 151296 floats (1.8 MB) on the kernels'
   // threads, fork/join included, each after one thread touched the arrays: ~12 us on the 2-core
   // EPYC VM at its pace, ~20 us in its slow phases (about 4 ms in all).
-  double pace_probe_seconds() override;
+  double pace_probe_seconds() const override;
   int threads() const { return threads_; }
 
  private:
