@@ -486,7 +486,9 @@ Command add_bench(CLI::App& app) {
     } catch (const Error&) {
     }
     std::optional<MachinePace> pace;
-    if (pace_db) pace.emplace(exe->device(), *pace_db, exe->device().id());
+    PaceOptions pace_options;
+    pace_options.enabled = true;
+    if (pace_db) pace.emplace(exe->device(), *pace_db, exe->device().id(), pace_options);
     for (int r = 0; r < o->rounds; ++r) {
       if (pace)
         if (const double p = pace->probe(); p > 0) pace_by_round.push_back(p);

@@ -95,17 +95,17 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
                  "stored at all")
       ->check(CLI::PositiveNumber)
       ->default_str("15");
-  if (const char* e = std::getenv("KORCH_PACE_WAIT"); e && *e) {
-    char* end = nullptr;
-    const double v = std::strtod(e, &end);
-    if (end && *end == '\0' && v >= 0) pace_wait = v;
-  }
+  if (const char* e = std::getenv("KORCH_PACE_WAIT"); e && *e) pace_wait = e;
   app.add_option("--pace-wait", pace_wait,
                  "Measured costs: how long (s, in all) measuring may wait for a machine running slower than its "
                  "best (a fixed probe 1.3x slower than the fastest the tuning database has seen, with no other "
                  "process on the cores); what is measured slow anyway is measured again by a later compile at "
-                 "the machine's pace (0: never wait)")
-      ->check(CLI::NonNegativeNumber)
+                 "the machine's pace. 0: never wait; off: no probe at all (every record's pace unknown)")
+      ->check([](const std::string& v) {
+        char* end = nullptr;
+        const double x = std::strtod(v.c_str(), &end);
+        return v == "off" || (!v.empty() && end && *end == '\0' && x >= 0) ? "" : "a number of seconds or off";
+      })
       ->default_str("60, or $KORCH_PACE_WAIT");
   app.add_flag("--no-verify", no_verify,
                "With analytic costs: do not run the plan's kernels against the reference interpreter");
@@ -136,7 +136,8 @@ CompileOptions CompileFlags::options(const std::string& model, const std::functi
   o.micro_batch = micro_batch;
   o.measured.redo = redo;
   if (max_spread_pct > 0) o.loop_max_spread = o.measured.measure.max_spread = max_spread_pct / 100;
-  o.measured.pace.max_wait_seconds = pace_wait;
+  o.measured.pace.enabled = pace_wait != "off";
+  if (o.measured.pace.enabled) o.measured.pace.max_wait_seconds = std::strtod(pace_wait.c_str(), nullptr);
   o.log = say;
   return o;
 }

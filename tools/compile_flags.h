@@ -35,7 +35,7 @@ struct CompileFlags {
   std::string layout = "auto";  // --layout
   std::string micro_batch = "auto";  // --micro-batch
   double max_spread_pct = -1;   // --max-spread; < 0: the defaults
-  double pace_wait = 60;        // --pace-wait: seconds measuring may wait for the machine's pace
+  std::string pace_wait = "60";  // --pace-wait: seconds measuring may wait for the machine's pace, or off
   OrchestrateFlags orchestrate;
   // with_orchestrate: also register the search flags (compile does; run and bench take defaults).
   void add_to(CLI::App& app, bool with_orchestrate = true);

@@ -192,7 +192,7 @@ void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   for (const auto& [key, r] : found) any_slow |= r.status == TuningStatus::kOk && pace_ && pace_->is_slow(r.pace);
   // Taken on a slow machine, while it runs at its pace now: left for the closed loop to take again.
   const bool leave_slow = any_slow && [&] {
-    const double now = pace_->probe();
+    const double now = pace_->current();
     return now > 0 && !pace_->is_slow(now);
   }();
   for (const auto& [key, r] : found) {

@@ -163,7 +163,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   // Records taken on a slow machine are measured again when it runs at its pace now, so a plan
   // does not weigh kernels timed in two machine states against each other.
   if (!taken_slow.empty()) {
-    const double now = pace_->probe();
+    const double now = pace_->current();
     if (now > 0 && !pace_->is_slow(now)) {
       for (const std::string& h : taken_slow) {
         by_hash_.erase(h);

@@ -24,8 +24,8 @@ MachinePace::MachinePace(const runtime::Device& dev, TuningDb& db, std::string d
     : dev_(dev), db_(db), device_id_(std::move(device_id)), options_(options), say_(std::move(say)) {}
 
 double MachinePace::probe() {
-  const double s = dev_.pace_probe_seconds();
   last_at_ = now_seconds();
+  const double s = options_.enabled ? dev_.pace_probe_seconds() : 0;
   if (!(s > 0)) return last_ = 0;
   const double best = db_.best_pace(device_id_);
   if (!(best > 0) || s < best) db_.offer_pace(device_id_, s);
@@ -33,11 +33,20 @@ double MachinePace::probe() {
   return last_ = best > 0 ? std::max(1.0, s / best) : 1.0;
 }
 
+double MachinePace::current() {
+  if (!is_slow(probe())) return last_;
+  // Other processes on the cores slow the probe too: that is load, not the machine's pace.
+  const double t = now_seconds();
+  if (t - load_at_ > options_.load_seconds) {
+    loaded_ = (options_.other_load ? options_.other_load() : other_processes_cores()) > 0.5;
+    load_at_ = now_seconds();
+  }
+  return loaded_ ? last_ = 0 : last_;
+}
+
 double MachinePace::settle() {
   if (now_seconds() - last_at_ < options_.interval_seconds) return last_;
-  if (!is_slow(probe()) || waited_ >= options_.max_wait_seconds) return last_;
-  // Other processes on the cores slow the probe too: that is load, not the machine's pace.
-  if ((options_.other_load ? options_.other_load() : other_processes_cores()) > 0.5) return last_;
+  if (!is_slow(current()) || waited_ >= options_.max_wait_seconds) return last_;
   const double start = now_seconds();
   if (say_)
     say_(
@@ -46,7 +55,7 @@ double MachinePace::settle() {
                     last_probe_seconds_ * 1e6, last_, options_.max_wait_seconds - waited_));
   while (is_slow(last_) && waited_ + (now_seconds() - start) < options_.max_wait_seconds) {
     std::this_thread::sleep_for(std::chrono::duration<double>(options_.retry_seconds));
-    probe();
+    current();
   }
   const double waited = now_seconds() - start;
   waited_ += waited;

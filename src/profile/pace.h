@@ -10,9 +10,10 @@
 // a while for a slow machine to come back, and a record taken slow is measured again by a later
 // compile that finds the machine at its pace (MeasuredCost::prepare).
 //
-// The probe costs ~3 ms on the CPU (7 sets of 20 passes over 576 KB); settle() probes at most
+// The probe costs ~4 ms on the CPU (100 parallel passes over 1.8 MB); settle() probes at most
 // once per `interval_seconds` of measuring. A slow probe while other processes use the cores
-// (ctest -j2, a build) is explained by them: no wait (MeasuredCost warns about them already).
+// (ctest -j2, a build) is load, not the machine's pace: its pace is unknown (0), and it is not
+// waited for (MeasuredCost warns about busy machines already).
 #pragma once
 
 #include <functional>
@@ -26,12 +27,15 @@ class Device;
 class TuningDb;
 
 struct PaceOptions {
+  // Off: no probe, every pace 0 (unknown), no wait: the library's default (the tests' compiles run
+  // beside each other and would mark each other slow); `korch compile` turns it on (--pace-wait).
+  bool enabled = false;
   double slow = 1.3;  // a pace above this is a slow machine (fast-phase probes: within 1.15)
-  // In all, per MachinePace: how long measuring may wait for the pace. 0 here (a library caller
-  // opts in); `korch compile` waits up to 60 s (--pace-wait, $KORCH_PACE_WAIT).
+  // In all, per MachinePace: how long measuring may wait for the pace (`korch compile`: 60 s).
   double max_wait_seconds = 0;
   double interval_seconds = 1;  // settle(): probes at most this often
   double retry_seconds = 2;     // while waiting: between probes
+  double load_seconds = 5;      // how long a look at the other processes' load holds
   // Cores' worth of CPU time other processes use now (default: other_processes_cores, measure.h).
   std::function<double()> other_load;
 };
@@ -43,11 +47,13 @@ class MachinePace {
               std::function<void(const std::string&)> say = {});
 
   // Probes now and returns the pace (this probe over the best recorded, which it may become);
-  // 0 when the device has no probe.
+  // 0 when disabled or the device has no probe.
   double probe();
-  // The pace to record with a measurement about to be taken: the last probe's, probed again when
-  // `interval_seconds` have passed. While it is slow, and no other process explains it, waits for
-  // it (probing every `retry_seconds`) as long as the wait budget lasts, and says so once per wait.
+  // probe(), but 0 (unknown) when it is slow and other processes on the cores explain it.
+  double current();
+  // The pace to record with a measurement about to be taken: the last one, taken again (current())
+  // when `interval_seconds` have passed. While it is slow, waits for it (probing every
+  // `retry_seconds`) as long as the wait budget lasts, and says so once per wait.
   double settle();
 
   double last() const { return last_; }
@@ -62,6 +68,8 @@ class MachinePace {
   PaceOptions options_;
   std::function<void(const std::string&)> say_;
   double last_ = 0, last_probe_seconds_ = 0, last_at_ = -1e9, waited_ = 0;
+  double load_at_ = -1e9;
+  bool loaded_ = false;  // other processes used the cores at the last look
 };
 
 }  // namespace korch

@@ -33,6 +33,7 @@ class MachinePaceTest : public ::testing::Test {
  protected:
   PaceOptions quick() const {
     PaceOptions o;
+    o.enabled = true;
     o.interval_seconds = 0;
     o.retry_seconds = 0.001;
     o.max_wait_seconds = 1;
@@ -76,7 +77,7 @@ TEST_F(MachinePaceTest, SettleWaitsForASlowMachine) {
 }
 
 // The wait has a budget over the MachinePace's life: once spent, a slow machine is measured on
-// (the records then carry its pace); and a slow probe that other processes explain is not waited for.
+// (the records then carry its pace).
 TEST_F(MachinePaceTest, TheWaitHasABudgetAndLoadIsNotWaitedFor) {
   PaceOptions o = quick();
   o.max_wait_seconds = 0.05;
@@ -94,12 +95,28 @@ TEST_F(MachinePaceTest, TheWaitHasABudgetAndLoadIsNotWaitedFor) {
   EXPECT_EQ(dev.probes, probes + 1);
   EXPECT_EQ(said.size(), 2u);
 
-  o.other_load = [] { return 1.5; };  // another process on the cores: load, not the machine
+  // Another process on the cores: load, not the machine's pace. Its pace is unknown (0), and it
+  // is not waited for.
+  o.other_load = [] { return 1.5; };
   ScriptedDevice loaded({10, 20});
   MachinePace busy(loaded, *db_, "busy", o);
   busy.probe();
-  EXPECT_DOUBLE_EQ(busy.settle(), 2.0);
+  EXPECT_DOUBLE_EQ(busy.probe(), 2.0);  // the probe itself
+  EXPECT_EQ(busy.current(), 0);
+  EXPECT_EQ(busy.settle(), 0);
   EXPECT_EQ(busy.waited_seconds(), 0);
+}
+
+// Disabled (the library's default): no probe, every pace unknown, never a wait.
+TEST_F(MachinePaceTest, DisabledTakesNoProbe) {
+  PaceOptions o = quick();
+  o.enabled = false;
+  ScriptedDevice dev({10, 20});
+  MachinePace pace(dev, *db_, "dev", o);
+  EXPECT_EQ(pace.probe(), 0);
+  EXPECT_EQ(pace.settle(), 0);
+  EXPECT_EQ(dev.probes, 0);
+  EXPECT_EQ(db_->best_pace("dev"), 0);
 }
 
 // settle() probes at most once per interval.
