@@ -475,10 +475,11 @@ std::vector<LoopCase> chain_cases() {
   }
   {
     // Windowed attention's softmax with a bias shared by the windows: the loops stay [windows,
-    // heads x rows, columns] and the row maxima live one loop deeper (row fusion over two loops).
+    // heads x rows, columns] and the row maxima live one loop deeper (row fusion over two loops;
+    // enough work for the collapsed parallel loop).
     GraphBuilder b;
-    Shape s{16, 3, 7, 7};
-    ValueId x = b.f32("x", s), bias = b.f32("bias", {1, 3, 7, 7});
+    Shape s{32, 3, 16, 16};
+    ValueId x = b.f32("x", s), bias = b.f32("bias", {1, 3, 16, 16});
     ValueId sm = softmax(b, b.node("Add", {x, expand_to(b, bias, s)}), s);
     cs.push_back(whole_graph_case("windowed_softmax_with_bias", b.finish({sm})));
   }
