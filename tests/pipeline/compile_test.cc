@@ -429,6 +429,9 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   CompileOptions o = tiny_convnet_options(path);
   o.measured.pace.enabled = true;
   o.measured.pace.other_load = [] { return 0.0; };  // a slow probe is the machine's, whatever ctest runs beside
+  // One graph: every compile asks for the same kernels (the rewrite variants a compile explores
+  // follow the costs, so a variant graph's kernels may be asked for by one compile and not the next).
+  o.orchestrate.rewrite_choices = false;
   const CompileResult first = compile_model(g, dir_.string(), o);
   ASSERT_GT(first.measured.measured, 0);
   EXPECT_EQ(first.measured.retaken_slow, 0);
@@ -445,16 +448,17 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   };
   EXPECT_EQ(count("SELECT count(*) FROM records WHERE status = 'ok' AND pace < 1"), 0);  // every one probed
   // Half the records as if taken in a slow phase, and a best probe no probe here comes near, so
-  // the machine runs at its pace now.
+  // the machine runs at its pace when the next compile looks (that probe becomes the best).
   exec("UPDATE records SET pace = 1.8 WHERE status = 'ok' AND rowid % 2 = 0");
   exec("UPDATE machine_pace SET best = 1.0");
   const int64_t slow = count("SELECT count(*) FROM records WHERE pace > 1.3");
   ASSERT_GT(slow, 0);
   const CompileResult again = compile_model(g, dir_.string(), o);
   EXPECT_EQ(again.measured.retaken_slow, slow);
-  EXPECT_EQ(again.measured.measured, slow);
-  EXPECT_EQ(count("SELECT count(*) FROM records WHERE pace > 1.3"), 0);
-  EXPECT_EQ(compile_model(g, dir_.string(), o).measured.measured, 0);
+  EXPECT_EQ(again.measured.measured, slow);  // those, and none pruned
+  // What it measured carries the pace it measured at: slow again only where its own probe said so
+  // (under ctest -j2 another test's compile slows the probe, which this test does not call load).
+  EXPECT_EQ(count("SELECT count(*) FROM records WHERE pace > 1.3"), again.measured.slow_pace);
   sqlite3_close(db);
   fs::remove(path);
 }
