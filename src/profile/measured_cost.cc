@@ -148,6 +148,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   std::set<std::string> untuned;  // measured on the default schedule only
   std::vector<std::string> taken_slow;  // records measured while the machine ran slow
   std::set<std::string> retake;         // of those, measured again now (never pruned: they were kept once)
+  std::set<std::string> slow_here;      // stored now with a slow pace (stats_.slow_pace counts them)
   for (const auto& [hash, rep] : first_of) {
     auto it = known.find(key_of(hash));
     if (it != known.end() && it->second.status != TuningStatus::kInFlight && !options_.redo) {
@@ -354,7 +355,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
             // Still wider than max_spread after the re-takes: kept (the median of the quietest
             // run), but marked so, counted in the summary, and re-measured by --redo.
             if (m.noisy) ++stats_.noisy;
-            if (pace_->is_slow(out.pace)) ++stats_.slow_pace;
+            if (pace_->is_slow(out.pace) && slow_here.insert(h).second) ++stats_.slow_pace;
             record(h, TuningStatus::kOk, m.median, m.spread, m.reps,
                    m.noisy ? fmt::format("{} (noisy: spread {:.0f}% after {} re-takes)", out.where, m.spread * 100,
                                          m.remeasures)
@@ -438,6 +439,16 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
         r.spread = m.spread;
         r.reps = m.reps;
         r.pace = site.pace;
+        // The record now carries the schedules' pace (their slowest): slow_pace counts it by that.
+        if (pace_->is_slow(r.pace) != (slow_here.count(site.hash) > 0)) {
+          if (pace_->is_slow(r.pace)) {
+            slow_here.insert(site.hash);
+            ++stats_.slow_pace;
+          } else {
+            slow_here.erase(site.hash);
+            --stats_.slow_pace;
+          }
+        }
         r.note = fmt::format("{} (fastest of {} schedules; the default {:.1f} us)", site.before.note, site.names.size(), dflt * 1e6);
         if (best != 0) ++stats_.schedules_improved;
       }

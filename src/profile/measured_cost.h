@@ -68,7 +68,7 @@ struct MeasuredCostStats {
       schedules_timed = 0, schedules_improved = 0,  // step 7: schedules timed; kernels a non-default won
       schedules_failed = 0,                         // schedules that failed the gate or did not compile (never chosen)
       schedule_crashes = 0,                         // records a process left while timing schedules (default kept)
-      slow_pace = 0,     // measured while the machine ran slow (pace above PaceOptions::slow)
+      slow_pace = 0,     // stored now with a slow pace (above PaceOptions::slow; a tuned schedule: its slowest)
       retaken_slow = 0;  // records taken slow, measured again at the machine's pace
   double seconds_signatures = 0, seconds_emit = 0, seconds_reference = 0, seconds_compile = 0,
          seconds_measure = 0;
