@@ -245,6 +245,18 @@ def test_help_command_and_argument_errors_exit_2(tmp_path):
         assert r.stderr.strip(), args
 
 
+def test_a_malformed_pace_wait_is_refused_from_the_flag_or_the_environment(tmp_path):
+    p = relu_model(tmp_path / "m.onnx")
+    r = korch("compile", p, "-o", tmp_path / "a", "--pace-wait", "abc")
+    assert r.returncode == 2 and "--pace-wait" in r.stderr, (r.returncode, r.stderr)
+    env = dict(os.environ, KORCH_PACE_WAIT="soon", KORCH_PROGRESS="0",
+               KORCH_CACHE_DIR=os.environ.get("KORCH_TEST_CACHE_DIR", "/tmp/korch-cli-error-tests"))
+    r = subprocess.run([KORCH, "compile", str(p), "-o", str(tmp_path / "b")], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 2 and "$KORCH_PACE_WAIT" in r.stderr, (r.returncode, r.stderr)
+    assert not (tmp_path / "b").exists()
+
+
 def test_more_threads_than_cores_is_said(tmp_path):
     p = relu_model(tmp_path / "m.onnx")
     many = str((os.cpu_count() or 1) + 1)
