@@ -40,6 +40,18 @@ def printed_gain(manifest):
     return manifest["unfused_seconds"] / manifest["plan_seconds"]
 
 
+SLOW = 1.3  # a pace above this is a slow phase of the machine (src/profile/pace.h PaceOptions::slow)
+
+
+def at_pace(times, paces):
+    """The median of the rounds that began with the machine at its pace, or None when none did.
+
+    The costs a compile stores were taken at the machine's pace (it waits for it, and measures a
+    slow record again later): a round in a slow phase times another machine."""
+    fast = [t for t, p in zip(times, paces) if 0 < p <= SLOW]
+    return median(fast) if fast else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models")
@@ -76,12 +88,15 @@ def main():
         t_warm = time.time() - t0
         rounds = re.search(r"closed loop: (\d+) rounds", out)
         ms = {"iso": [], "ctx": []}
+        paces = {"iso": [], "ctx": []}  # the machine's pace before each round (korch bench's probe; 0: unknown)
         for _ in range(a.rounds):
             for tag, art in (("ctx", ctx), ("iso", iso)):
                 jf = work / f"{name}.{tag}.json"
                 run([k, "bench", "--artifact", art, "--peers", "none", "--no-unfused", "--threads", a.threads, "--runs", a.runs,
                      "--rounds", 1, "--json", jf], env)
-                ms[tag].append(json.loads(jf.read_text())["korch"]["median_ms"])
+                b = json.loads(jf.read_text())
+                ms[tag].append(b["korch"]["median_ms"])
+                paces[tag].append((b["korch"].get("pace_by_round") or [0])[0])
         jf = work / f"{name}.unfused.json"
         run([k, "bench", "--artifact", ctx, "--peers", "none", "--threads", a.threads, "--runs", a.runs, "--rounds",
              a.rounds, "--json", jf], env)  # alternating rounds: one round fell into one phase of the machine
@@ -92,7 +107,10 @@ def main():
                    unf_pred=mc["unfused_seconds"] * 1e3, unf_iso=mi["unfused_seconds"] * 1e3,
                    unf_meas=ub["korch_unfused"]["median_ms"], gain_pred=printed_gain(mc),
                    gain_meas=ub["korch_unfused"]["median_ms"] / ub["korch"]["median_ms"],
-                   rounds=rounds.group(1) if rounds else "?", t_iso=t_iso, t_loop=t_loop, t_warm=t_warm)
+                   rounds=rounds.group(1) if rounds else "?", t_iso=t_iso, t_loop=t_loop, t_warm=t_warm,
+                   ctx_paces=paces["ctx"], iso_paces=paces["iso"],
+                   kept_pace=mc.get("closed_loop", {}).get("kept_run_pace", 0),
+                   ctx_at_pace=at_pace(ms["ctx"], paces["ctx"]), iso_at_pace=at_pace(ms["iso"], paces["iso"]))
         rows.append(row)
         print(json.dumps(row), flush=True)
     lines = ["# Costs that hold: predicted against measured (CPU)", "",
@@ -101,14 +119,22 @@ def main():
              "predicted = manifest.json plan_seconds; measured = `korch bench --artifact` median (median of "
              f"{a.rounds} alternating rounds x {a.runs} runs); isolated = `korch compile --isolated-costs` (every "
              "kernel measured alone, the costs before the closed loop); closed loop = `korch compile` (default). "
-             "ms, fp32, batch 1.", "",
+             "ms, fp32, batch 1. At pace: the median of the rounds of the closed-loop artifact that began with "
+             f"the machine at its pace (`korch bench`'s pace probe at most {SLOW}x the fastest the tuning "
+             "database has seen; the costs were taken at it), and how many of the rounds did; compile's pace: "
+             "the machine's while the closed loop ran the kept plan (manifest closed_loop.kept_run_pace).", "",
              "| model | isolated: predicted | measured | measured / predicted | closed loop: predicted | measured | "
-             "measured / predicted | closed-loop plan / isolated plan (bench) | rounds |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "measured / predicted | at pace: measured | measured / predicted | rounds at pace | compile's pace | "
+             "closed-loop plan / isolated plan (bench) | loop rounds |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['name']} | {r['iso_pred']:.3f} | {r['iso_meas']:.3f} | {r['iso_meas'] / r['iso_pred']:.2f} | "
                      f"{r['ctx_pred']:.3f} | {r['ctx_meas']:.3f} | {r['ctx_meas'] / r['ctx_pred']:.2f} | "
-                     f"{r['ctx_meas'] / r['iso_meas']:.3f} | {r['rounds']} |")
+                     + (f"{r['ctx_at_pace']:.3f} | {r['ctx_at_pace'] / r['ctx_pred']:.2f} | " if r["ctx_at_pace"]
+                        else "- | - | ")
+                     + f"{sum(1 for p in r['ctx_paces'] if 0 < p <= SLOW)} of {len(r['ctx_paces'])} | "
+                     + (f"{r['kept_pace']:.2f} | " if r["kept_pace"] else "- | ")
+                     + f"{r['ctx_meas'] / r['iso_meas']:.3f} | {r['rounds']} |")
     lines += ["", "The unfused baseline and the gain compile prints, against `korch bench` (unfused plan in the same run):",
               "", "| model | unfused predicted before (isolated sum) | unfused in the compile (beside the plan) | unfused bench | "
               "gain printed | gain in bench |", "|---|---|---|---|---|---|"]

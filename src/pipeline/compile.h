@@ -109,10 +109,12 @@ struct LoopReport {
     // few were stored).
     double drift = 1;
     bool drifted = false;    // above 1 + loop_max_drift even after a re-take: nothing of it stored
-    bool refreshed = false;  // below 1 - loop_max_drift even after it: its times replaced the stored
+    bool refreshed =
+        false;  // below 1 - loop_max_drift even after it, or above at the machine's pace: its times replaced the stored
   };
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)
+  double kept_pace = 0;           // the machine's pace while its run was taken (profile/pace.h; 0 unknown)
   bool earlier_plan = false;      // it is an earlier compile's plan, which ran faster again
   double predicted = 0, measured = 0;
   double unfused_isolated = 0;

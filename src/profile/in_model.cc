@@ -84,7 +84,8 @@ SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double t
   s.retaken = true;
   InModelRun again = retake();
   s.retake = again.end_to_end;
-  const bool quieter = s.run.noisy && !again.noisy;
+  const bool slower_machine = again.slow && !s.run.slow && s.run.pace > 0;  // the first at a known pace
+  const bool quieter = s.run.noisy && !again.noisy && !slower_machine;
   if (quieter || (!again.noisy && again.end_to_end < s.run.end_to_end)) {
     s.run = std::move(again);
     s.kept_retake = true;

@@ -51,6 +51,10 @@ struct InModelRun {
   bool shared_runs = false;          // the clock reads were under 0.1% of a run: one set of runs gave both
   int retakes = 0;                   // sets of runs taken again for a spread above max_spread
   bool noisy = false;                // spread still above max_spread after them
+  // The machine's pace while it ran (profile/pace.h: the slower of the probes before and after; 0
+  // unknown) and whether that is a slow phase; set by the caller that probes.
+  double pace = 0;
+  bool slow = false;
 };
 InModelRun run_in_model(const std::string& artifact_dir, int min_runs, int cpu_threads, double max_spread = 0.15,
                         int max_retakes = 1);
@@ -91,7 +95,10 @@ RunDrift run_drift(const std::vector<std::pair<double, double>>& pairs, size_t k
 // measured its plan at 93.9 ms kernel by kernel and 66.2 ms beside the unfused plan seconds
 // later), so the kernel-by-kernel run is taken again (`retake`) and the faster of the two kept:
 // another process on the cores or the cache only ever slows a run down. A retake whose spread
-// stayed wide (noisy) is not kept over a quiet first run; a quiet one replaces a noisy first run.
+// stayed wide (noisy) is not kept over a quiet first run; a quiet one replaces a noisy first run,
+// unless it ran in a slow phase of the machine and the first did not (InModelRun::slow: a
+// segformer_b0 compile's noisy first run at the machine's pace, 68.7 ms, gave way to a quiet
+// retake in a slow phase, 112 ms, which `korch bench` at its pace then measured at 74.5 ms).
 // When the two still disagree, the faster of all three is the machine's state (`scale`).
 struct SettledRun {
   InModelRun run;        // the run whose kernel times the plan keeps

@@ -354,6 +354,28 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
   fs::remove(o.measured.db_path);
 }
 
+// With the machine's pace probed (profile/pace.h), the kept plan's run carries the pace it ran at,
+// and the manifest says it beside the times it gave.
+TEST_F(CompileModel, TheKeptRunCarriesTheMachinesPace) {
+  Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+  CompileOptions o;
+  o.model_name = "tiny_convnet";
+  o.measured.db_path = (dir_.string() + ".db");
+  o.measured.pace.enabled = true;
+  o.measured.pace.other_load = [] { return 0.0; };
+  o.loop_max_spread = 1e9;
+  o.loop_max_drift = 1e9;
+  o.loop_rounds = 1;
+  o.micro_batch = "off";
+  const CompileResult r = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(r.loop.ran);
+  EXPECT_GE(r.loop.kept_pace, 1.0);  // over the fastest probe the database has, which this compile set
+  auto exe = runtime::Executable::load(dir_.string());
+  EXPECT_DOUBLE_EQ(exe->manifest().at("closed_loop").at("kept_run_pace").get<double>(), r.loop.kept_pace);
+  exe.reset();
+  fs::remove(o.measured.db_path);
+}
+
 // tiny_convnet's isolated-cost compile against the tuning database `db`.
 CompileOptions tiny_convnet_options(const std::string& db) {
   CompileOptions o;
@@ -622,6 +644,30 @@ TEST_F(CompileModel, AnInModelRunSlowerThanItsStoredTimesIsNotStored) {
   o.loop_max_drift = 1e9;  // a quiet machine stores again
   compile_model(g, dir_.string(), o);
   EXPECT_NE(all_records(o.measured.db_path), stored);
+  fs::remove(o.measured.db_path);
+}
+
+// The same slower run, with the machine's pace probed near its best (nothing counts as slow here):
+// not a slow phase but the machine as it runs now, so its times replace the stored ones and the
+// prediction is its own (not over the drift).
+TEST_F(CompileModel, AnInModelRunSlowerAtTheMachinesPaceReplacesTheStoredTimes) {
+  const Graph g = matmul_chain();
+  CompileOptions o = compile_matmul_chain(g, dir_.string(), dir_.string() + ".db");
+  scale_in_model_records(o.measured.db_path, 0.25);
+  const double fast = in_model_sum(o.measured.db_path);
+  o.measured.pace.enabled = true;
+  o.measured.pace.other_load = [] { return 0.0; };
+  o.measured.pace.slow = 1e9;
+  CompileResult again = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(again.loop.ran);
+  ASSERT_EQ(again.loop.rounds.size(), 1u);  // not solved again on a mix of two states
+  EXPECT_GT(again.loop.rounds.front().drift, 1.5);
+  EXPECT_FALSE(again.loop.rounds.front().drifted);
+  EXPECT_TRUE(again.loop.rounds.front().refreshed);
+  EXPECT_GT(in_model_sum(o.measured.db_path), 2 * fast);  // replaced
+  EXPECT_EQ(again.loop.kept_drift, 1);
+  EXPECT_GT(again.loop.kept_pace, 0);
+  EXPECT_NEAR(again.loop.predicted, again.loop.measured, 0.5 * again.loop.measured);
   fs::remove(o.measured.db_path);
 }
 

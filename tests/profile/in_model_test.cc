@@ -112,11 +112,13 @@ TEST_F(InModelTest, RecordsPersistPerModelAndDevice) {
 
 // The kept plan's kernel-by-kernel run against its side-by-side runs: agreeing runs are kept
 // untouched; a disagreeing one is taken again and the faster (quiet) run kept.
-InModelRun timed(double seconds, bool noisy = false) {
+InModelRun timed(double seconds, bool noisy = false, double pace = 0) {
   InModelRun r;
   r.end_to_end = seconds;
   r.step_seconds = {seconds / 2, seconds / 2};
   r.noisy = noisy;
+  r.pace = pace;
+  r.slow = pace > 1.3;
   return r;
 }
 
@@ -264,6 +266,23 @@ TEST(SettleInModelRun, NoisyRunsDoNotWinOnSpeed) {
   EXPECT_TRUE(s.kept_retake);
   EXPECT_FALSE(s.run.noisy);
   EXPECT_TRUE(s.agrees);
+}
+
+TEST(SettleInModelRun, AQuietRetakeInASlowPhaseDoesNotReplaceANoisyRunAtThePace) {
+  // segformer_b0: a noisy first run at the machine's pace (68.7 ms), 112 ms beside the unfused plan
+  // and a quiet retake in a slow phase (110 ms); bench at the pace then measured 74.5 ms.
+  SettledRun s = settle_in_model_run(timed(0.0687, true, 1.05), 0.112, 0.10, [] { return timed(0.110, false, 1.6); });
+  EXPECT_TRUE(s.retaken);
+  EXPECT_FALSE(s.kept_retake);
+  EXPECT_DOUBLE_EQ(s.run.end_to_end, 0.0687);
+  // With the first run's pace unknown, or both in the slow phase, the quiet one is kept as before.
+  s = settle_in_model_run(timed(0.0687, true), 0.112, 0.10, [] { return timed(0.110, false, 1.6); });
+  EXPECT_TRUE(s.kept_retake);
+  s = settle_in_model_run(timed(0.0687, true, 1.5), 0.112, 0.10, [] { return timed(0.110, false, 1.6); });
+  EXPECT_TRUE(s.kept_retake);
+  // A faster quiet retake is kept whatever the paces say.
+  s = settle_in_model_run(timed(0.0939, false, 1.05), 0.0662, 0.10, [] { return timed(0.0671, false, 1.6); });
+  EXPECT_TRUE(s.kept_retake);
 }
 
 }  // namespace
