@@ -28,6 +28,7 @@
 #include "ir/random.h"
 #include "ir/tensor_compare.h"
 #include "ir/tensor_io.h"
+#include "profile/bench_peers.h"
 #include "profile/measure.h"
 #include "profile/pace.h"
 #include "profile/tuning_db.h"
@@ -49,219 +50,6 @@ namespace {
 
 // Korch's slowest round over its fastest beyond which the bench says the machine changed speed.
 constexpr double kUnsteadyRounds = 1.10;
-
-struct Timing {
-  std::vector<double> ms;
-  std::vector<double> round_ms;  // the median of each round's runs
-  // Closes a round whose runs were appended to `ms` from index `from` on.
-  void end_round(size_t from) {
-    if (from < ms.size())
-      round_ms.push_back(
-          Timing{std::vector<double>(ms.begin() + static_cast<std::ptrdiff_t>(from), ms.end()), {}}.median());
-  }
-  double quantile(double q) const {
-    std::vector<double> s = ms;
-    std::sort(s.begin(), s.end());
-    if (s.empty()) return 0;
-    return s[std::min(s.size() - 1, static_cast<size_t>(q * static_cast<double>(s.size())))];
-  }
-  double median() const {
-    std::vector<double> s = ms;
-    std::sort(s.begin(), s.end());
-    if (s.empty()) return 0;
-    size_t n = s.size();
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  }
-};
-
-void time_executable(runtime::Executable& exe, const std::vector<Tensor>& inputs, int warmup, int runs, Timing& t) {
-  for (int i = 0; i < warmup; ++i) exe.run(inputs);
-  for (int i = 0; i < runs; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    exe.run(inputs);
-    t.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-}
-
-// The folder of the running korch binary ("" when /proc/self/exe cannot be read).
-fs::path binary_dir() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
-}
-
-// The peers' script: next to an installed binary (PREFIX/share/korch, cmake --install), else in
-// the source tree the binary was built from.
-std::string peer_script() {
-  const fs::path bin = binary_dir();
-  const fs::path installed = bin / ".." / "share" / "korch" / "peer_latency.py";
-  std::error_code ec;
-  if (!bin.empty() && fs::exists(installed, ec)) return fs::weakly_canonical(installed, ec).string();
-  return (fs::path(KORCH_SOURCE_DIR) / "bench/peer_latency.py").string();
-}
-
-std::string python_for_peer() {
-  if (const char* p = std::getenv("KORCH_PYTHON"); p && *p) return p;
-  fs::path venv = fs::path(KORCH_SOURCE_DIR) / ".venv/bin/python";
-  return fs::exists(venv) ? venv.string() : "python3";
-}
-
-struct Peer {
-  std::string name;  // onnxruntime | openvino | torch-eager | torch-compile
-  Timing t;
-  bool ok = true;
-  std::string note;  // its version, or why it did not run
-  bool torch() const { return name.rfind("torch-", 0) == 0; }
-};
-
-// The last non-empty line of `text` (a traceback ends with the exception), at most 300 characters.
-std::string last_line(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
-  if (size_t nl = text.rfind('\n'); nl != std::string::npos) text = text.substr(nl + 1);
-  return text.substr(0, 300);
-}
-
-// Runs a peer (bench/peer_latency.py) in a child process; adds its per-run samples, or says why not.
-// `feeds`: a JSON file naming the .npy each model input takes (the inputs Korch runs).
-bool time_peer(Peer& peer, const std::string& model_file, const std::string& feeds, int threads, int warmup, int runs) {
-  const std::string script = peer_script();
-  std::string cmd = fmt::format("'{}' '{}' '{}' --peer {} --threads {} --warmup {} --runs {} --feeds '{}'", python_for_peer(),
-                                script, model_file, peer.name, threads, warmup, runs, feeds);
-  std::string out;
-  int rc = run_shell(cmd, &out);
-  size_t brace = out.rfind('{');
-  if (rc != 0 || brace == std::string::npos) {
-    peer.note = fmt::format("{} did not run: {}", peer.name, last_line(out));
-    return peer.ok = false;
-  }
-  try {
-    auto j = nlohmann::json::parse(out.substr(brace));
-    // Every timed run, so the peer's median and spread come from the same statistics as ours.
-    for (const auto& x : j.at("samples_ms")) peer.t.ms.push_back(x.get<double>());
-    peer.note = peer.name + " " + j.value("version", std::string("?"));
-    return true;
-  } catch (const std::exception& e) {
-    peer.note = fmt::format("unreadable {} output: {}", peer.name, e.what());
-    return peer.ok = false;
-  }
-}
-
-// PyTorch eager and torch.compile on one model of scripts/export_models.py (`--torch-model`):
-// bench/gpu_peers.py --serve in one child process for the whole bench (the model is built, and
-// torch.compile compiles, once), asked for each round's samples with one line per peer.
-class TorchPeers {
- public:
-  // Time for building the model and compiling it (torch.compile on a big model: minutes), and for
-  // the answer to one round's runs.
-  static constexpr double kReadySeconds = 1800, kAnswerSeconds = 600;
-
-  // Starts the child and waits for it to be ready; false (and error()) when it cannot serve.
-  bool start(const std::vector<std::string>& argv, const std::string& log_file) {
-    log_file_ = log_file;
-    try {
-      child_ = std::make_unique<ChildProcess>(argv, log_file);
-    } catch (const Error& e) {
-      error_ = e.what();
-      return false;
-    }
-    auto line = answer(kReadySeconds, "after its start");
-    if (!line) return false;
-    if (!line->value("ready", false)) return fail(line->value("error", std::string("not ready: ") + line->dump()));
-    ready_ = *line;
-    return true;
-  }
-  // One peer's samples for this round ("eager" or "compile"); false (and peer.note) when none.
-  bool time(Peer& peer, int warmup, int runs) {
-    const std::string which = peer.name == "torch-eager" ? "eager" : "compile";
-    std::optional<nlohmann::json> a;
-    std::string why;
-    if (error_.empty() && !child_->write_line(fmt::format("time {} {} {}", which, warmup, runs), &why))
-      fail(fmt::format("the PyTorch peer process took no command: {}{}", why, stderr_tail()));
-    if (error_.empty()) a = answer(kAnswerSeconds, "to 'time " + which + "'");
-    if (!a) {
-      peer.note = peer.name + " did not run: " + error_;
-      return peer.ok = false;
-    }
-    if (a->contains("error")) {
-      peer.note = peer.name + " did not run: " + a->at("error").get<std::string>();
-      return peer.ok = false;
-    }
-    for (const auto& x : a->at("samples_ms")) peer.t.ms.push_back(x.get<double>());
-    return true;
-  }
-  // False (and error()) when the model the child built takes other inputs than `types`: a
-  // --torch-model or --torch-batch that does not match the artifact.
-  bool check_inputs(const std::vector<TensorType>& types) {
-    static const std::map<std::string, std::string> korch_names = {
-        {"float32", "f32"}, {"float64", "f64"}, {"float16", "f16"}, {"bfloat16", "bf16"}, {"int64", "i64"},
-        {"int32", "i32"},   {"int16", "i16"},   {"int8", "i8"},     {"uint8", "u8"},      {"bool", "bool"}};
-    std::vector<std::string> theirs, ours;
-    for (const auto& in : ready_.value("inputs", nlohmann::json::array())) {
-      const std::string dt = in.value("dtype", std::string("?"));
-      auto it = korch_names.find(dt);
-      theirs.push_back(fmt::format("{}[{}]", it == korch_names.end() ? dt : it->second,
-                                   fmt::join(in.value("shape", std::vector<int64_t>{}), ",")));
-    }
-    for (const TensorType& t : types) ours.push_back(type_str(t));
-    if (theirs == ours) return true;
-    return fail(fmt::format("the PyTorch model {} at batch {} takes {} but the artifact takes {}: --torch-model "
-                            "names the model the artifact was compiled from, --torch-batch its batch",
-                            ready_.value("model", std::string("?")), ready_.value("batch", 0), fmt::join(theirs, ", "),
-                            fmt::join(ours, ", ")));
-  }
-  // What the ready line said (torch version, device, precision flags, compile_s, checks).
-  const nlohmann::json& ready() const { return ready_; }
-  const std::string& error() const { return error_; }
-  // The peer's version note, for its row.
-  std::string note(const std::string& peer) const {
-    std::string n = fmt::format("torch {} on {}, tf32 {}", ready_.value("torch", std::string("?")),
-                                ready_.value("device", std::string("?")), ready_.value("tf32", true) ? "ON" : "off");
-    if (peer == "torch-compile" && ready_.contains("compile_s") && ready_["compile_s"].is_number()) {
-      n += fmt::format(", compiled in {:.1f} s", ready_["compile_s"].get<double>());
-      if (ready_.value("compiled_matches_eager", nlohmann::json()).is_boolean())
-        n += ready_["compiled_matches_eager"].get<bool>() ? ", matches eager" : ", DIFFERS from eager";
-    }
-    return n;
-  }
-  ~TorchPeers() {
-    if (!child_) return;
-    std::string why;
-    child_->write_line("quit", &why);
-    child_->end(5);
-  }
-
- private:
-  bool fail(const std::string& why) {
-    error_ = why;
-    if (child_) child_->end(1);  // a child that timed out or misbehaved is not asked again
-    return false;
-  }
-  std::string stderr_tail() const {
-    std::string tail = last_line(read_file_bytes_or_empty(log_file_));
-    return tail.empty() ? "" : fmt::format(" (its stderr ends: {})", tail);
-  }
-  static std::string read_file_bytes_or_empty(const std::string& path) {
-    try {
-      return read_file_bytes(path);
-    } catch (const Error&) {
-      return "";
-    }
-  }
-  // The next JSON line (lines that are not JSON are skipped); nothing, and error_ set, when none.
-  std::optional<nlohmann::json> answer(double timeout_s, const std::string& what) {
-    std::string why;
-    while (auto line = child_->read_line(timeout_s, &why)) {
-      auto j = nlohmann::json::parse(*line, nullptr, false);
-      if (!j.is_discarded() && j.is_object()) return j;
-    }
-    fail(fmt::format("no answer from the PyTorch peer process (pid {}) {}: {}{}", child_->pid(), what, why, stderr_tail()));
-    return std::nullopt;
-  }
-
-  std::unique_ptr<ChildProcess> child_;
-  std::string log_file_, error_;
-  nlohmann::json ready_;
-};
 
 // bench/gpu_peers.py of the source tree this korch was built from.
 std::string torch_peer_script() { return (fs::path(KORCH_SOURCE_DIR) / "bench/gpu_peers.py").string(); }
@@ -454,8 +242,14 @@ Command add_bench(CLI::App& app) {
                                                                       : 1;
         // The GPU for a GPU artifact; the CPU (with bench's threads) for a CPU or emulated one.
         const bool cuda = exe->device().name() == "cuda";
-        std::vector<std::string> argv = {python_for_peer(), o->torch_script, "--serve", o->torch_model,
-                                         "--batch", std::to_string(batch), "--device", cuda ? "cuda" : "cpu"};
+        std::vector<std::string> argv = {python_for_peer(KORCH_SOURCE_DIR),
+                                         o->torch_script,
+                                         "--serve",
+                                         o->torch_model,
+                                         "--batch",
+                                         std::to_string(batch),
+                                         "--device",
+                                         cuda ? "cuda" : "cpu"};
         if (!cuda) argv.insert(argv.end(), {"--threads", std::to_string(o->cpu.threads)});
         if (std::none_of(peers.begin(), peers.end(), [](const Peer& p) { return p.name == "torch-compile"; }))
           argv.push_back("--no-compile");
@@ -467,7 +261,7 @@ Command add_bench(CLI::App& app) {
         why = torch.error();
         torch_json = torch.ready();
         torch_json["script"] = o->torch_script;
-        torch_json["python"] = python_for_peer();
+        torch_json["python"] = python_for_peer(KORCH_SOURCE_DIR);
         if (!ok) torch_json["error"] = why;
       }
       for (Peer& peer : peers)
@@ -499,7 +293,8 @@ Command add_bench(CLI::App& app) {
         if (!peer.ok) continue;
         from = peer.t.ms.size();
         if (peer.torch()) torch.time(peer, o->warmup, o->runs);
-        else time_peer(peer, peer_file, feeds_file, o->cpu.threads, o->warmup, o->runs);
+        else
+          time_peer(peer, KORCH_SOURCE_DIR, peer_file, feeds_file, o->cpu.threads, o->warmup, o->runs);
         peer.t.end_round(from);
       }
       if (unfused) {
@@ -627,7 +422,7 @@ Command add_bench(CLI::App& app) {
                           {"threads", o->cpu.threads},
                           {"rounds", o->rounds},
                           {"runs", o->runs},
-                          {"peer_script", peer_file.empty() ? "" : peer_script()},
+                          {"peer_script", peer_file.empty() ? "" : peer_script(KORCH_SOURCE_DIR)},
                           {"korch",
                            {{"median_ms", tk.median()},
                             {"p10_ms", tk.quantile(0.1)},

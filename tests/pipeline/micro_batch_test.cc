@@ -178,7 +178,9 @@ TEST_F(MicroBatchCompile, AutoTimesBothPlans) {
   EXPECT_DOUBLE_EQ(manifest.at("micro_batch").at("trials").at(0).at("seconds").get<double>(), t.seconds);
   EXPECT_DOUBLE_EQ(manifest.at("micro_batch").at("trials").at(0).at("against_seconds").get<double>(), t.against);
   EXPECT_EQ(manifest.at("micro_batch").contains("plan_seconds_per_micro_batch"), r.micro.chosen);
-  if (r.micro.chosen) EXPECT_DOUBLE_EQ(manifest.at("micro_batch").at("micro_s").get<double>(), t.seconds);
+  if (r.micro.chosen) {
+    EXPECT_DOUBLE_EQ(manifest.at("micro_batch").at("micro_s").get<double>(), t.seconds);
+  }
   expect_runs_like_the_reference(g, out);
   // Nothing of the batch-1 compile is left beside the artifact.
   for (const auto& e : std::filesystem::directory_iterator(dir_.path()))
