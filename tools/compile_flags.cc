@@ -235,11 +235,17 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
           l.earlier_plan ? "then an earlier compile's plan was kept"
           : l.kept == 1  ? "round 1's plan kept"
                          : fmt::format("round {}'s plan kept", l.kept));
-    fmt::print("  plan: predicted {:.1f} us, measured {:.1f} us in the model ({:+.1f}%); beside the unfused plan "
-               "(alternating runs) {:.1f} us against {:.1f} us ({:.2f}x)\n",
-               l.predicted * 1e6, l.measured * 1e6, 100 * (l.measured / std::max(l.predicted, 1e-30) - 1),
-               l.plan_beside_unfused * 1e6, l.unfused_measured * 1e6,
-               l.unfused_measured / std::max(l.plan_beside_unfused, 1e-30));
+    // The prediction is the kept run's whole-run median where nothing scaled it (LoopReport::
+    // to_whole_runs): then the runs beside the unfused plan are its independent check.
+    const double off = l.measured / std::max(l.predicted, 1e-30) - 1;
+    fmt::print(
+        "  plan: predicted {:.1f} us{}; beside the unfused plan (alternating runs) {:.1f} us ({:+.1f}% of the "
+        "prediction) against {:.1f} us ({:.2f}x)\n",
+        l.predicted * 1e6,
+        std::abs(off) < 5e-4 ? " (its run in the model)"
+                             : fmt::format(", measured {:.1f} us in the model ({:+.1f}%)", l.measured * 1e6, 100 * off),
+        l.plan_beside_unfused * 1e6, 100 * (l.plan_beside_unfused / std::max(l.predicted, 1e-30) - 1),
+        l.unfused_measured * 1e6, l.unfused_measured / std::max(l.plan_beside_unfused, 1e-30));
   } else {
     fmt::print("  plan {:.1f} us vs unfused {:.1f} us ({:.2f}x, {} costs)\n", o.plan.total_seconds() * 1e6,
                o.unfused_seconds * 1e6, o.unfused_seconds / std::max(o.plan.total_seconds(), 1e-30),
@@ -367,6 +373,8 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
                         {"kept_run_agrees", l.agrees},
                         {"kept_run_drift", l.kept_drift},
                         {"kept_run_scale", l.kept_scale},
+                        {"kept_run_to_whole_runs", l.to_whole_runs},
+                        {"kept_run_pace", l.kept_pace},
                         {"fastest_round_beside_first",
                          l.candidate_beside_first ? nlohmann::json{{"fastest_s", l.candidate_beside_first->first},
                                                                    {"first_s", l.candidate_beside_first->second}}

@@ -95,6 +95,7 @@ def test_compile_json_measured(tmp_path):
     assert seconds["measure"] > 0 or j["tuning"]["measured"] == 0  # (the database may hold them all)
     loop = j["closed_loop"]
     assert 0 < loop["kept_run_scale"] <= 1 and loop["kept_run_drift"] >= 1
+    assert 0.9 <= loop["kept_run_to_whole_runs"] <= 1.1 and loop["kept_run_pace"] == 0  # (the tests take no probes)
     assert loop["fastest_round_beside_first"] is None or loop["fastest_round_beside_first"]["first_s"] > 0
 
 

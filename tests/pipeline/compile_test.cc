@@ -342,6 +342,13 @@ TEST_F(CompileModel, MeasuredCostsCloseTheLoop) {
     sum += k.seconds;
   }
   EXPECT_DOUBLE_EQ(sum, r.loop.predicted);
+  // The kernels' times add up to the kept run's whole-run median (in the state the prediction
+  // describes) unless the two were more than 10% apart.
+  EXPECT_GE(r.loop.to_whole_runs, 0.9);
+  EXPECT_LE(r.loop.to_whole_runs, 1.1);
+  if (r.loop.to_whole_runs != 1) {
+    EXPECT_NEAR(r.loop.predicted, r.loop.measured * r.loop.kept_scale, 1e-9);
+  }
   auto exe = runtime::Executable::load(dir_.string());
   EXPECT_DOUBLE_EQ(exe->manifest().at("plan_seconds").get<double>(), r.loop.predicted);
   EXPECT_DOUBLE_EQ(exe->manifest().at("measured_seconds").get<double>(), r.loop.measured);
