@@ -400,7 +400,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
                                                  : "";
   const size_t n = r.orchestration.plan.kernels.size();
   // The kernels' medians add up to less than the median of the whole runs that `korch bench`
-  // measures (1-5%, the median 2.5%, on the 12 of 17 default models whose run did not drift: a run
+  // measures (1-8%, the median 2.5%, on the 12 of 17 default models whose run did not drift: a run
   // also takes its inputs and outputs, and a sum of medians leaves out each kernel's slower runs):
   // the kernels' times are scaled to the whole runs'
   // median, so the plan's predicted latency is that median. Not when the two are more than 10%
