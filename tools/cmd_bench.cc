@@ -270,7 +270,7 @@ Command add_bench(CLI::App& app) {
           peer.note = peer.name + " did not run: " + why;
         }
     }
-    Timing tk, tu;
+    BenchTiming tk, tu;
     // The machine's pace before each round (profile/pace.h): its probe over the fastest the tuning
     // database has seen for this device; empty when the device has no probe or no database opens.
     std::vector<double> pace_by_round;
@@ -305,7 +305,7 @@ Command add_bench(CLI::App& app) {
     }
     // Each system's rounds against Korch's (median_of_round_ratios); 0 when they do not pair up (a
     // peer that stopped answering part-way).
-    const auto paired = [&](const Timing& t) {
+    const auto paired = [&](const BenchTiming& t) {
       return t.round_ms.size() == tk.round_ms.size() && !tk.round_ms.empty()
                  ? median_of_round_ratios(t.round_ms, tk.round_ms)
                  : 0.0;
@@ -320,7 +320,7 @@ Command add_bench(CLI::App& app) {
                  model.empty() ? fused_dir : model, o->cpu.threads, o->rounds, o->runs);
     const std::string host_to_host = "every row is timed host to host: inputs in host memory, outputs back in host memory";
     if (on_gpu || !torch_json.empty()) fmt::print("  ({})\n", host_to_host);
-    auto row = [&](const std::string& name, const Timing& t, const std::string& extra) {
+    auto row = [&](const std::string& name, const BenchTiming& t, const std::string& extra) {
       fmt::print("  {:<16} {:>9.3f}  [{:.3f} - {:.3f}]  {}\n", name, t.median(), t.quantile(0.1), t.quantile(0.9), extra);
     };
     const runtime::ReorderStats reorders = exe->reorders_per_run();
@@ -391,7 +391,7 @@ Command add_bench(CLI::App& app) {
       // Achieved bandwidth: the bytes a kernel's buffers hold (read and written once each) over its time.
       auto gb_s = [&](size_t i) { return med[i] > 0 ? static_cast<double>(steps[i].bytes) / med[i] / 1e9 : 0.0; };
       for (size_t i = 0; i < steps.size(); ++i) {
-        med[i] = Timing{steps[i].samples}.median();
+        med[i] = BenchTiming{steps[i].samples}.median();
         total += med[i];
         total_pred += i < predicted.size() ? predicted[i] : 0;
         per_kernel.push_back({{"step", steps[i].step}, {"note", steps[i].note}, {"median_ms", med[i] * 1e3},

@@ -402,10 +402,9 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // The kernels' medians add up to less than the median of the whole runs that `korch bench`
   // measures (1-8%, the median 2.5%, on the 12 of 17 default models whose run did not drift: a run
   // also takes its inputs and outputs, and a sum of medians leaves out each kernel's slower runs):
-  // the kernels' times are scaled to the whole runs'
-  // median, so the plan's predicted latency is that median. Not when the two are more than 10%
-  // apart (whole runs and kernel-by-kernel runs taken in different states of the machine) or the
-  // run stayed noisy.
+  // the kernels' times are scaled to the whole runs' median, so the plan's predicted latency is
+  // that median. Not when the two are more than 10% apart (whole runs and kernel-by-kernel runs
+  // taken in different states of the machine) or the run stayed noisy.
   double steps_sum = 0;
   for (size_t i = 0; i < n && i < kept.step_seconds.size(); ++i) steps_sum += kept.step_seconds[i];
   const double whole_over_steps = steps_sum > 0 ? kept.end_to_end / steps_sum : 1;

@@ -109,8 +109,9 @@ struct LoopReport {
     // few were stored).
     double drift = 1;
     bool drifted = false;    // above 1 + loop_max_drift even after a re-take: nothing of it stored
-    bool refreshed =
-        false;  // below 1 - loop_max_drift even after it, or above at the machine's pace: its times replaced the stored
+    // Below 1 - loop_max_drift even after it, or above it at the machine's pace: its times
+    // replaced the stored.
+    bool refreshed = false;
   };
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)

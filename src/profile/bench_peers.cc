@@ -14,20 +14,20 @@ namespace korch {
 
 namespace fs = std::filesystem;
 
-void Timing::end_round(size_t from) {
+void BenchTiming::end_round(size_t from) {
   if (from < ms.size())
     round_ms.push_back(
-        Timing{std::vector<double>(ms.begin() + static_cast<std::ptrdiff_t>(from), ms.end()), {}}.median());
+        BenchTiming{std::vector<double>(ms.begin() + static_cast<std::ptrdiff_t>(from), ms.end()), {}}.median());
 }
 
-double Timing::quantile(double q) const {
+double BenchTiming::quantile(double q) const {
   std::vector<double> s = ms;
   std::sort(s.begin(), s.end());
   if (s.empty()) return 0;
   return s[std::min(s.size() - 1, static_cast<size_t>(q * static_cast<double>(s.size())))];
 }
 
-double Timing::median() const {
+double BenchTiming::median() const {
   std::vector<double> s = ms;
   std::sort(s.begin(), s.end());
   if (s.empty()) return 0;
@@ -35,7 +35,8 @@ double Timing::median() const {
   return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
-void time_executable(runtime::Executable& exe, const std::vector<Tensor>& inputs, int warmup, int runs, Timing& t) {
+void time_executable(runtime::Executable& exe, const std::vector<Tensor>& inputs, int warmup, int runs,
+                     BenchTiming& t) {
   for (int i = 0; i < warmup; ++i) exe.run(inputs);
   for (int i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();

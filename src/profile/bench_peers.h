@@ -20,7 +20,7 @@ class Executable;
 class ChildProcess;
 
 // One system's timed runs, ms, in the order taken, and the median of each round.
-struct Timing {
+struct BenchTiming {
   std::vector<double> ms;
   std::vector<double> round_ms;  // the median of each round's runs
   // Closes a round whose runs were appended to `ms` from index `from` on.
@@ -30,7 +30,7 @@ struct Timing {
 };
 
 // `warmup` untimed runs of `exe` on `inputs`, then `runs` timed ones (host to host) appended to `t`.
-void time_executable(runtime::Executable& exe, const std::vector<Tensor>& inputs, int warmup, int runs, Timing& t);
+void time_executable(runtime::Executable& exe, const std::vector<Tensor>& inputs, int warmup, int runs, BenchTiming& t);
 
 // bench/peer_latency.py: beside an installed binary (PREFIX/share/korch, cmake --install), else in
 // `source_dir`, the source tree the binary was built from.
@@ -40,7 +40,7 @@ std::string python_for_peer(const std::string& source_dir);
 
 struct Peer {
   std::string name;  // onnxruntime | openvino | torch-eager | torch-compile
-  Timing t;
+  BenchTiming t;
   bool ok = true;
   std::string note;  // its version, or why it did not run
   bool torch() const { return name.rfind("torch-", 0) == 0; }
