@@ -130,5 +130,15 @@ TEST_F(MachinePaceTest, SettleProbesAtMostOncePerInterval) {
   EXPECT_EQ(dev.probes, 1);
 }
 
+// The CPU's probe times 100 passes, or once its budget is spent the passes so far (at least 11): a
+// probe on a machine whose cores other processes' threads hold stays short (cpu_device.cc).
+TEST(CpuPaceProbe, ABudgetSpentEndsTheProbeAfterElevenPasses) {
+  int passes = 0;
+  EXPECT_GT(cpu::cpu_pace_probe(10.0, &passes), 0);
+  EXPECT_EQ(passes, 100);
+  EXPECT_GT(cpu::cpu_pace_probe(0.0, &passes), 0);
+  EXPECT_EQ(passes, 11);
+}
+
 }  // namespace
 }  // namespace korch

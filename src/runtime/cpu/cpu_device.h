@@ -44,6 +44,11 @@ class CpuDevice : public runtime::Device {
   std::vector<void*> owned_;  // handoff buffers
 };
 
+// The CPU's pace probe (CpuDevice::pace_probe_seconds): the median time of up to 100 parallel
+// passes over 1.8 MB after 10 to warm up; once `budget_seconds` have passed, the passes timed so far
+// decide (at least 11). `passes`, when given, gets how many were timed.
+double cpu_pace_probe(double budget_seconds, int* passes = nullptr);
+
 // Sets the OpenMP thread count the CPU kernels use (omp_set_num_threads), for callers that do not
 // link OpenMP themselves. n >= 1.
 void set_cpu_threads(int n);
