@@ -10,7 +10,8 @@
 // a while for a slow machine to come back, and a record taken slow is measured again by a later
 // compile that finds the machine at its pace (MeasuredCost::prepare).
 //
-// The probe costs ~4 ms on the CPU (100 parallel passes over 1.8 MB); settle() probes at most
+// The probe costs ~4 ms on the CPU (100 parallel passes over 1.8 MB; past 50 ms, as when other
+// processes hold the cores, the passes so far decide); settle() probes at most
 // once per `interval_seconds` of measuring. A slow probe while other processes use the cores
 // (ctest -j2, a build) is load, not the machine's pace: its pace is unknown (0), and it is not
 // waited for (MeasuredCost warns about busy machines already).
