@@ -149,6 +149,16 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   std::vector<std::string> taken_slow;  // records measured while the machine ran slow
   std::set<std::string> retake;         // of those, measured again now (never pruned: they were kept once)
   std::set<std::string> slow_here;      // stored now with a slow pace (stats_.slow_pace counts them)
+  // The pace of the record `hash` holds now: slow_here and stats_.slow_pace follow it.
+  auto stored_at = [&](const std::string& hash, double pace) {
+    const bool slow = pace_->is_slow(pace);
+    if (slow == (slow_here.count(hash) > 0)) return;
+    if (slow)
+      slow_here.insert(hash);
+    else
+      slow_here.erase(hash);
+    stats_.slow_pace += slow ? 1 : -1;
+  };
   for (const auto& [hash, rep] : first_of) {
     auto it = known.find(key_of(hash));
     if (it != known.end() && it->second.status != TuningStatus::kInFlight && !options_.redo) {
@@ -355,7 +365,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
             // Still wider than max_spread after the re-takes: kept (the median of the quietest
             // run), but marked so, counted in the summary, and re-measured by --redo.
             if (m.noisy) ++stats_.noisy;
-            if (pace_->is_slow(out.pace) && slow_here.insert(h).second) ++stats_.slow_pace;
+            stored_at(h, out.pace);
             record(h, TuningStatus::kOk, m.median, m.spread, m.reps,
                    m.noisy ? fmt::format("{} (noisy: spread {:.0f}% after {} re-takes)", out.where, m.spread * 100,
                                          m.remeasures)
@@ -439,16 +449,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
         r.spread = m.spread;
         r.reps = m.reps;
         r.pace = site.pace;
-        // The record now carries the schedules' pace (their slowest): slow_pace counts it by that.
-        if (pace_->is_slow(r.pace) != (slow_here.count(site.hash) > 0)) {
-          if (pace_->is_slow(r.pace)) {
-            slow_here.insert(site.hash);
-            ++stats_.slow_pace;
-          } else {
-            slow_here.erase(site.hash);
-            --stats_.slow_pace;
-          }
-        }
+        stored_at(site.hash, r.pace);  // the schedules' pace (their slowest), which the record now carries
         r.note = fmt::format("{} (fastest of {} schedules; the default {:.1f} us)", site.before.note, site.names.size(), dflt * 1e6);
         if (best != 0) ++stats_.schedules_improved;
       }
