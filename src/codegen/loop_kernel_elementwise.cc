@@ -75,9 +75,10 @@ int StageBuilder::elementwise_value(const Node& n, const std::vector<int>& idx) 
   if (op == "Relu") return e_select(e_binary(Fn::kLt, x, c(0)), c(0), x);
   if (op == "Reciprocal") return e_binary(Fn::kDiv, c(1), x);
   if (op == "Sigmoid") {
+    // 1 / (1 + e) for x >= 0, e / (1 + e) below, with e = exp(-|x|) (never overflows): one
+    // division either way, and for x < 0 one rounding fewer than e * (1 / (1 + e)).
     const int e = e_unary(Fn::kExp, e_unary(Fn::kNeg, e_unary(Fn::kAbs, x)));
-    const int r = e_binary(Fn::kDiv, c(1), e_binary(Fn::kAdd, c(1), e));
-    return e_select(e_binary(Fn::kGe, x, c(0)), r, e_binary(Fn::kMul, e, r));
+    return e_binary(Fn::kDiv, e_select(e_binary(Fn::kGe, x, c(0)), c(1), e), e_binary(Fn::kAdd, c(1), e));
   }
   auto softplus = [&](int v) {
     const int pos = e_binary(Fn::kAdd, v, e_unary(Fn::kLog1p, e_unary(Fn::kExp, e_unary(Fn::kNeg, v))));

@@ -276,6 +276,10 @@ std::vector<LoopCase> op_cases() {
     cs.push_back(single(fmt::format("{}_middle_axis_long_row", op), {2, 7, 33}, [=](GraphBuilder& b, ValueId x) {
       return b.reduce(op, std::string(op) == "ReduceProd" ? b.node("Add", {x, b.scalar(1.f)}) : x, {1}, 0);
     }));
+  // A channels-last global pool: the reduce loop cut into parts on the threads (partial rows).
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"})
+    cs.push_back(single(fmt::format("{}_global_pool_channels_last", op), {1, 3001, 24},
+                        [=](GraphBuilder& b, ValueId x) { return b.reduce(op, x, {1}); }));
   for (const char* op : {"ArgMax", "ArgMin"})
     for (int64_t axis : {0, 2})
       for (int64_t last : {0, 1})

@@ -142,6 +142,36 @@ TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
   }
 }
 
+// A channels-last global pool ([1, H*W, C] -> [1, C]) has no kept loop but its row to share out:
+// its reduce loop is cut into a fixed number of parts (partial rows, combined in order) so that
+// both threads read; a small one, or one with an outer kept loop to share, is not cut. The cut
+// pools match the reference in EveryOpMatchesTheReference (*_global_pool_channels_last).
+TEST(LoopKernel, AGlobalPoolWithOnlyItsRowKeptIsCutAlongItsReduceLoop) {
+  const auto code = whole_kernel_cpu_code;
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 12544, 32});
+    const std::string c = code(b.finish({b.reduce("ReduceMean", x, {1})}));
+    EXPECT_NE(c.find("accp[8][32]"), std::string::npos) << c;
+    EXPECT_NE(c.find("for (int64_t part = 0; part < 8; ++part)"), std::string::npos) << c;
+  }
+  for (const Shape& s : {Shape{1, 49, 32}, Shape{1, 49, 1152}}) {  // too little to read for the parts to pay
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    EXPECT_EQ(code(b.finish({b.reduce("ReduceMean", x, {1})})).find("accp"), std::string::npos) << s[2];
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", {1, 196, 672});
+    EXPECT_NE(code(b.finish({b.reduce("ReduceMean", x, {1})})).find("accp[8][672]"), std::string::npos);
+  }
+  {  // A kept batch loop to share out.
+    GraphBuilder b;
+    ValueId x = b.f32("x", {4, 12544, 32});
+    EXPECT_EQ(code(b.finish({b.reduce("ReduceMean", x, {1})})).find("accp"), std::string::npos);
+  }
+}
+
 // A transposing copy runs in tiles (64 rows x 16 columns); a contiguous one, or one whose
 // inner loop is short, runs as plain rows. The tiled cases match the reference in
 // EveryOpMatchesTheReference (Transpose_tiled_*).

@@ -105,11 +105,14 @@ static inline int64_t korch_floormod(int64_t a, int64_t k) { int64_t r = a % k; 
 // coefficients but the last), 2^(k+32) added to the exponent bits and the 2^32 taken off by one
 // product, so results under 2^-126 round once into the denormals as libm's do. Against glibc's
 // expf: relative error under 5e-7 on normal results, one denormal ulp below (x < -104 is taken
-// as -104: 0 or the least denormal; NaN is returned as it came, never converted to an integer).
+// as -104: 0 or the least denormal). k + 32 is rounded by adding 1.5 * 2^23 + 32, which leaves it
+// in the low mantissa bits of t, so t's bits shifted by 23 are its exponent field: no conversion
+// to an integer, and a NaN (which the clamp lets through) gives 0 there and stays NaN.
 // Its only inputs are -|v| (Sigmoid's exp).
 static inline float korch_exp_nonpos(float x) {
-  const float c = x >= -104.f ? x : -104.f;
-  const float k = (c * 1.44269504088896341f + 12582912.f) - 12582912.f;  // round to nearest
+  const float c = x < -104.f ? -104.f : x;
+  const float t = __builtin_fmaf(c, 1.44269504088896341f, 12582944.f);
+  const float k = t - 12582944.f;  // c / ln2 rounded to the nearest integer
   float r = __builtin_fmaf(k, -0.693145751953125f, c);
   r = __builtin_fmaf(k, -1.428606765330187045e-06f, r);
   float p = 1.3981999507e-3f;
@@ -118,8 +121,7 @@ static inline float korch_exp_nonpos(float x) {
   p = __builtin_fmaf(p, r, 1.6666665459e-1f);
   p = __builtin_fmaf(p, r, 5.0000001201e-1f);
   p = __builtin_fmaf(p, r * r, r) + 1.f;
-  const float y = __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, p) + ((uint32_t)(int32_t)(k + 32.f) << 23)) * 0x1p-32f;
-  return x == x ? y : x;
+  return __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, p) + (__builtin_bit_cast(uint32_t, t) << 23)) * 0x1p-32f;
 }
 )";
   return s + isa_probe_source();

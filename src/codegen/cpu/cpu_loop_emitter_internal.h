@@ -34,6 +34,13 @@ using loop::Stage;
 
 // Element-ops above which a stage runs on all threads (a parallel region costs a few us).
 constexpr int64_t kParallelWork = 1 << 15;
+// Parts of a reduction cut along its reduce loop (StagePrinter::reduce_split): a fixed number,
+// not the thread count, so that the sums' order (and their bits) is the same on any machine.
+constexpr int64_t kReduceParts = 8;
+// ... and only from this many elements read: the parts' rows and the parallel region cost more
+// than a second thread saves below (a [1, 49, 1152] -> [1, 1152] mean: 5.6 us whole, 8.0 us in
+// parts; [1, 196, 672]: 12.0 -> 9.1 us; [1, 12544, 32]: 33.7 -> 19.1 us).
+constexpr int64_t kReduceSplitElements = 1 << 16;
 
 inline const char* ctype(DType t) { return loop::c_type(t); }
 std::string float_literal(DType t, double v);
@@ -147,6 +154,9 @@ class StagePrinter {
   std::string identity(DType t) const;
   // The kept-inner schedule (choose_kept_inner).
   void kept_inner_body(int L, int K);
+  // Parts the outermost reduce loop of a kept-inner reduction is cut into when no kept loop can
+  // be shared out among the threads (a global pool: [1, 12544, 32] -> [1, 32]); 1: not cut.
+  int reduce_split(int K) const;
   // One accumulation loop of the kept-inner schedule over outputs [from, to) of the row.
   void kept_inner_accumulate(int L, int K, int64_t from, int64_t to);
 
@@ -184,6 +194,7 @@ class StagePrinter {
   const Stage& st_;
   CodeWriter& w_;
   bool kept_inner_ = false;
+  int split_ = 1;  // reduce_split() of the stage being printed
   loop::TransposeTile tile_;
   int inner_copies_ = 0, pending_copies_ = 0;  // specialized_inner_loop's budget
   std::map<int, int> alias_;  // select -> the branch it takes (inside an unswitched loop)

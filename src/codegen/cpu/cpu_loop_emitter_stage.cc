@@ -37,6 +37,7 @@ void StagePrinter::print() {
     int64_t e = 1;
     while (par < max_par && e < 64) e *= st_.loops[static_cast<size_t>(par++)].extent;
   }
+  split_ = par == 0 && work() >= kParallelWork ? reduce_split(K) : 1;
   w_.open("");
   w_.line("// " + st_.comment);
   emit_level(-1);
@@ -403,16 +404,45 @@ std::string StagePrinter::identity(DType t) const {
   }
 }
 
+int StagePrinter::reduce_split(int K) const {
+  const int L = static_cast<int>(st_.loops.size());
+  if (!kept_inner_ || K != 1 || L <= K) return 1;
+  const int64_t row = st_.loops[0].extent, outer = st_.loops[1].extent;
+  int64_t reduced = 1;  // elements read
+  for (const loop::Loop& l : st_.loops) reduced *= l.extent;
+  if (reduced < kReduceSplitElements) return 1;
+  // Partial rows on the stack, as many elements as the row alone may have (choose_kept_inner);
+  // each part at least 4 iterations of the outer reduce loop.
+  const int64_t parts = std::min<int64_t>({kReduceParts, outer / 4, 16384 / row});
+  return static_cast<int>(std::max<int64_t>(parts, 1));
+}
+
 void StagePrinter::kept_inner_body(int L, int K) {
   const loop::Reduction& r = st_.reduction;
   const DType t = r.acc_dtype;
   const std::string j = var(K - 1);
   const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
-  w_.line(fmt::format("{} accv[{}];", ctype(t), row));
+  const int64_t outer = st_.loops[static_cast<size_t>(K)].extent;
+  if (split_ > 1) {
+    // No kept loop to share out (the row is the only one): the outermost reduce loop is cut into
+    // split_ parts, each summed into its own partial row by whichever thread takes it, and the
+    // parts are combined in their order, so the result does not depend on the thread count.
+    w_.line(fmt::format("{} accp[{}][{}];", ctype(t), split_, row));
+    w_.line("#pragma omp parallel for schedule(static)");
+    w_.open(fmt::format("for (int64_t part = 0; part < {}; ++part)", split_));
+    w_.line(fmt::format("{}* __restrict accv = accp[part];", ctype(t)));
+  } else {
+    w_.line(fmt::format("{} accv[{}];", ctype(t), row));
+  }
   w_.line("#pragma omp simd");
   w_.line(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) accv[{0}] = {2};", j, row, identity(t)));
   for (int l = K; l < L; ++l) {
-    w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), st_.loops[static_cast<size_t>(l)].extent));
+    const int64_t e = st_.loops[static_cast<size_t>(l)].extent;
+    if (l == K && split_ > 1)
+      w_.open(fmt::format("for (int64_t {0} = part * {1} / {2}; {0} < (part + 1) * {1} / {2}; ++{0})", var(l), outer,
+                          split_));
+    else
+      w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), e));
     emit_level(l - 1, false, &needed_value_);
   }
   const RowInterior in = interior_of_row(K);
@@ -432,9 +462,15 @@ void StagePrinter::kept_inner_body(int L, int K) {
     kept_inner_accumulate(L, K, 0, row);
   }
   for (int l = K; l < L; ++l) w_.close();
+  if (split_ > 1) w_.close();
   w_.line("#pragma omp simd");
   w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", j, row));
-  w_.line(fmt::format("const {} acc = accv[{}];", ctype(t), j));
+  if (split_ > 1) {
+    w_.line(fmt::format("{} acc = accp[0][{}];", ctype(t), j));
+    for (int p = 1; p < split_; ++p) w_.line(combine("acc", fmt::format("accp[{}][{}]", p, j)));
+  } else {
+    w_.line(fmt::format("const {} acc = accv[{}];", ctype(t), j));
+  }
   emit_level(L - 1, false, &needed_result_, true);
   emit_level(0, true);
   for (const loop::Store& s : st_.stores) store(s);
