@@ -337,6 +337,14 @@ std::vector<LoopCase> chain_cases() {
     ValueId x = b.f32("x", s);
     cs.push_back(whole_graph_case("softmax", b.finish({softmax(b, x, s)})));
   }
+  {  // Rows with +inf (inf - inf: NaN), -inf (exp of -inf: 0) and both: the exp of x - max(x) is
+     // printed as one of a value known to be at most 0 (loop_kernel_elementwise.cc).
+    GraphBuilder b;
+    Shape s{4, 40};
+    ValueId x = b.f32("x", s);
+    ValueId inf = b.node("Reciprocal", {b.node("Round", {b.node("Mul", {x, b.scalar(3.f)})})});
+    cs.push_back(whole_graph_case("softmax_inf_nan", b.finish({softmax(b, inf, s)})));
+  }
   {
     // A separable MaxPool's two passes in one kernel (the column pool a scratch stage of the row pool).
     GraphBuilder b;

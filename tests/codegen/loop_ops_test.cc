@@ -2,6 +2,7 @@
 // and compared with the reference interpreter.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 #include "codegen/loop_kernel.h"
 #include "ir/primitive.h"
 #include "loop_cases.h"
+#include "orchestrate/kernel_candidate.h"
 
 namespace korch::testing {
 namespace {
@@ -139,6 +141,59 @@ TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
     ValueId y = b.node("MaxPool", {x}, attrs({{"kernel_shape", I{5, 1}}, {"pads", I{2, 0, 2, 0}},
                                               {"channels_last", int64_t{1}}}));
     EXPECT_NE(code(b.finish({y})).find("accv[6656]"), std::string::npos);
+  }
+}
+
+// A softmax's exp(x - max(x)) is an exp of a value at most 0, which the CPU prints inline
+// (korch_exp_nonpos); an exp of x - y for any other y stays expf. The values match the reference
+// in EveryOpMatchesTheReference (softmax, softmax_inf_nan, softmax_12x197x197, ...).
+TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
+  const auto code = whole_kernel_cpu_code;
+  Shape s{4, 33};
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    ValueId m = b.reduce("ReduceMax", x, {-1});
+    ValueId e = b.node("Exp", {b.node("Sub", {x, b.node("Expand", {m, b.ints(s)})})});
+    const std::string c = code(b.finish({e}));
+    EXPECT_NE(c.find("korch_exp_nonpos("), std::string::npos) << c;
+  }
+  {  // The max of another tensor.
+    GraphBuilder b;
+    ValueId x = b.f32("x", s), y = b.f32("y", s);
+    ValueId m = b.reduce("ReduceMax", y, {-1});
+    ValueId e = b.node("Exp", {b.node("Sub", {x, b.node("Expand", {m, b.ints(s)})})});
+    const std::string c = code(b.finish({e}));
+    EXPECT_EQ(c.find("korch_exp_nonpos("), std::string::npos) << c;
+    EXPECT_NE(c.find("expf("), std::string::npos) << c;
+  }
+  {  // The max computed by another kernel (an argument here): the kernel is checked, and may run,
+     // on arguments that do not hold the fact.
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    ValueId m = b.reduce("ReduceMax", x, {-1});
+    ValueId e = b.node("Exp", {b.node("Sub", {x, b.node("Expand", {m, b.ints(s)})})});
+    const Graph g = b.finish({e});
+    std::vector<NodeId> nodes;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (g.nodes[i].op_type != "ReduceMax") nodes.push_back(static_cast<NodeId>(i));
+    const KernelCandidate c = make_candidate(g, nodes, false);
+    LoopKernelBuild kb = build_loop_kernel(g, c.nodes, kernel_arg_inputs(g, c), c.outputs);
+    ASSERT_TRUE(kb.kernel) << kb.reason;
+    std::vector<int> in, out;
+    for (int i = 0; i < kb.kernel->num_inputs; ++i) in.push_back(i);
+    for (int i = 0; i < kb.kernel->num_outputs; ++i) out.push_back(kb.kernel->num_inputs + i);
+    CodeWriter w;
+    cpu::emit_cpu_loop_kernel(*kb.kernel, "k", in, out, kb.kernel->num_inputs + kb.kernel->num_outputs, w);
+    EXPECT_EQ(w.str().find("korch_exp_nonpos("), std::string::npos) << w.str();
+    EXPECT_NE(w.str().find("expf("), std::string::npos) << w.str();
+  }
+  {  // The max subtracted the other way round.
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    ValueId m = b.reduce("ReduceMax", x, {-1});
+    ValueId e = b.node("Exp", {b.node("Sub", {b.node("Expand", {m, b.ints(s)}), x})});
+    EXPECT_EQ(code(b.finish({e})).find("korch_exp_nonpos("), std::string::npos);
   }
 }
 
