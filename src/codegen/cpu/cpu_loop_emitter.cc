@@ -108,7 +108,8 @@ static inline int64_t korch_floormod(int64_t a, int64_t k) { int64_t r = a % k; 
 // as -104: 0 or the least denormal). k + 32 is rounded by adding 1.5 * 2^23 + 32, which leaves it
 // in the low mantissa bits of t, so t's bits shifted by 23 are its exponent field: no conversion
 // to an integer, and a NaN (which the clamp lets through) gives 0 there and stays NaN.
-// Its only inputs are -|v| (Sigmoid's exp).
+// Its only inputs are -|v|: Sigmoid's exp, and a softmax's exp(x - max(x)) written so
+// (loop_kernel_elementwise.cc).
 static inline float korch_exp_nonpos(float x) {
   const float c = x < -104.f ? -104.f : x;
   const float t = __builtin_fmaf(c, 1.44269504088896341f, 12582944.f);

@@ -76,9 +76,10 @@ std::string StagePrinter::operand(int e) const {
   return fmt::format("t{}", e);
 }
 
-// -|v|: the argument of exp in Sigmoid (loop_kernel_elementwise.cc), where korch_exp_nonpos (the
-// prelude) replaces libmvec's expf: about a fifth less time for a SiLU on this CPU (84 -> 67 us
-// on 200704 floats, bench/results/sigmoid_exp.md).
+// -|v|: the argument of exp in Sigmoid and in a softmax whose max the kernel computes
+// (loop_kernel_elementwise.cc), where korch_exp_nonpos (the prelude) replaces libmvec's expf:
+// about a fifth less time for a SiLU on this CPU (84 -> 67 us on 200704 floats,
+// bench/results/sigmoid_exp.md), a third less for a softmax's exp (silu_and_pools.md).
 bool StagePrinter::non_positive(int e) const {
   const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
   if (n.op != ExprOp::kUnary || n.fn != Fn::kNeg) return false;
