@@ -99,17 +99,20 @@ std::shared_ptr<LoopKernel> whole_kernel(Graph g) {
   return kb.kernel;
 }
 
-// The CPU printer's code for whole_kernel(g): inputs at argument slots 0.., then the outputs, then
-// scratch ("" when the kernel cannot be built).
+// The CPU printer's code for kernel k: inputs at argument slots 0.., then the outputs, then scratch.
+std::string cpu_code(const LoopKernel& k) {
+  std::vector<int> in, out;
+  for (int i = 0; i < k.num_inputs; ++i) in.push_back(i);
+  for (int i = 0; i < k.num_outputs; ++i) out.push_back(k.num_inputs + i);
+  CodeWriter w;
+  cpu::emit_cpu_loop_kernel(k, "k", in, out, k.num_inputs + k.num_outputs, w);
+  return w.str();
+}
+
+// cpu_code of whole_kernel(g) ("" when the kernel cannot be built).
 std::string whole_kernel_cpu_code(Graph g) {
   std::shared_ptr<LoopKernel> k = whole_kernel(std::move(g));
-  if (!k) return std::string();
-  std::vector<int> in, out;
-  for (int i = 0; i < k->num_inputs; ++i) in.push_back(i);
-  for (int i = 0; i < k->num_outputs; ++i) out.push_back(k->num_inputs + i);
-  CodeWriter w;
-  cpu::emit_cpu_loop_kernel(*k, "k", in, out, k->num_inputs + k->num_outputs, w);
-  return w.str();
+  return k ? cpu_code(*k) : std::string();
 }
 
 // The CPU printer's schedule for pools: a short window read contiguously keeps the output row
@@ -180,13 +183,9 @@ TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
     const KernelCandidate c = make_candidate(g, nodes, false);
     LoopKernelBuild kb = build_loop_kernel(g, c.nodes, kernel_arg_inputs(g, c), c.outputs);
     ASSERT_TRUE(kb.kernel) << kb.reason;
-    std::vector<int> in, out;
-    for (int i = 0; i < kb.kernel->num_inputs; ++i) in.push_back(i);
-    for (int i = 0; i < kb.kernel->num_outputs; ++i) out.push_back(kb.kernel->num_inputs + i);
-    CodeWriter w;
-    cpu::emit_cpu_loop_kernel(*kb.kernel, "k", in, out, kb.kernel->num_inputs + kb.kernel->num_outputs, w);
-    EXPECT_EQ(w.str().find("korch_exp_nonpos("), std::string::npos) << w.str();
-    EXPECT_NE(w.str().find("expf("), std::string::npos) << w.str();
+    const std::string kc = cpu_code(*kb.kernel);
+    EXPECT_EQ(kc.find("korch_exp_nonpos("), std::string::npos) << kc;
+    EXPECT_NE(kc.find("expf("), std::string::npos) << kc;
   }
   {  // The max subtracted the other way round.
     GraphBuilder b;

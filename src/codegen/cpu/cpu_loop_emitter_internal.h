@@ -34,6 +34,10 @@ using loop::Stage;
 
 // Element-ops above which a stage runs on all threads (a parallel region costs a few us).
 constexpr int64_t kParallelWork = 1 << 15;
+// Most accumulators a kept-inner reduction holds on the stack (its row, or its partial rows): a
+// channels-last column pool merges a whole image row with its channels ([13, 13, 512] pools rows
+// of 6656).
+constexpr int64_t kKeptRowMax = 16384;
 // Parts of a reduction cut along its reduce loop (StagePrinter::reduce_split): a fixed number,
 // not the thread count, so that the sums' order (and their bits) is the same on any machine.
 constexpr int64_t kReduceParts = 8;

@@ -200,10 +200,9 @@ void StagePrinter::choose_kept_inner() {
   if (!st_.is_reduction || K < 1 || L == K || r.combiner == loop::Combiner::kArgMax ||
       r.combiner == loop::Combiner::kArgMin || r.acc_dtype == DType::kBool)
     return;
-  // The row's accumulators live on the thread's stack: up to 16384 (a channels-last column pool
-  // merges a whole image row with its channels: [13, 13, 512] pools rows of 6656).
+  // The row's accumulators live on the thread's stack: up to kKeptRowMax.
   const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
-  if (row < 8 || row > 16384) return;
+  if (row < 8 || row > kKeptRowMax) return;
   // Short windows, or reads strided along the reduce loop but contiguous along the output row.
   // A short window read contiguously (a pooling window's row) is kept inner too when the output
   // row steps through the input by 1 or 2 elements (stride-1 and stride-2 pools): the row loop
@@ -411,9 +410,9 @@ int StagePrinter::reduce_split(int K) const {
   int64_t reduced = 1;  // elements read
   for (const loop::Loop& l : st_.loops) reduced *= l.extent;
   if (reduced < kReduceSplitElements) return 1;
-  // Partial rows on the stack, as many elements as the row alone may have (choose_kept_inner);
-  // each part at least 4 iterations of the outer reduce loop.
-  const int64_t parts = std::min<int64_t>({kReduceParts, outer / 4, 16384 / row});
+  // Partial rows on the stack, as many elements as the row alone may have; each part at least 4
+  // iterations of the outer reduce loop.
+  const int64_t parts = std::min<int64_t>({kReduceParts, outer / 4, kKeptRowMax / row});
   return static_cast<int>(std::max<int64_t>(parts, 1));
 }
 
@@ -422,7 +421,6 @@ void StagePrinter::kept_inner_body(int L, int K) {
   const DType t = r.acc_dtype;
   const std::string j = var(K - 1);
   const int64_t row = st_.loops[static_cast<size_t>(K - 1)].extent;
-  const int64_t outer = st_.loops[static_cast<size_t>(K)].extent;
   if (split_ > 1) {
     // No kept loop to share out (the row is the only one): the outermost reduce loop is cut into
     // split_ parts, each summed into its own partial row by whichever thread takes it, and the
@@ -439,8 +437,8 @@ void StagePrinter::kept_inner_body(int L, int K) {
   for (int l = K; l < L; ++l) {
     const int64_t e = st_.loops[static_cast<size_t>(l)].extent;
     if (l == K && split_ > 1)
-      w_.open(fmt::format("for (int64_t {0} = part * {1} / {2}; {0} < (part + 1) * {1} / {2}; ++{0})", var(l), outer,
-                          split_));
+      w_.open(
+          fmt::format("for (int64_t {0} = part * {1} / {2}; {0} < (part + 1) * {1} / {2}; ++{0})", var(l), e, split_));
     else
       w_.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", var(l), e));
     emit_level(l - 1, false, &needed_value_);
