@@ -1,12 +1,15 @@
-// The generated CPU kernels' SiLU (x * Sigmoid(x)) in two forms, one thread, a loop over floats
+// The generated CPU kernels' SiLU (x * Sigmoid(x)) in three forms, one thread, a loop over floats
 // compiled with the flags of a generated kernel library (cpu_compiler.h):
-//   old (generator 18): e = exp(-|x|) with k + 32 converted to an integer and a NaN test;
-//                       s = x >= 0 ? 1 / (1 + e) : e * (1 / (1 + e))
-//   new (generator 19): k + 32 read from the bits of c / ln2 + 1.5 * 2^23 + 32 (no conversion; a
-//                       NaN passes the clamp and stays NaN); s = (x >= 0 ? 1 : e) / (1 + e)
+//   gen18: e = exp(-|x|) with k + 32 converted to an integer and a NaN test;
+//          s = x >= 0 ? 1 / (1 + e) : e * (1 / (1 + e))
+//   gen19: k + 32 read from the bits of c / ln2 + 1.5 * 2^23 + 32 (no conversion; a NaN passes
+//          the clamp and stays NaN); s = (x >= 0 ? 1 : e) / (1 + e)
+//   gen20: exp(-|x|) from a = |x| with the negation folded into the constants, ln2 in one part,
+//          a degree-5 polynomial in Horner form (14 vector operations for the exp, 18 before)
 // Prints the median of 200 passes per form (three times), then the largest relative error of
 // each against a float64 SiLU over [-87, 87] (where the result is a normal float).
-// Question it answers: what the cheaper Sigmoid is worth per element (bench/results/silu_and_pools.md).
+// Question it answers: what each cheaper Sigmoid is worth per element
+// (bench/results/silu_and_pools.md, bench/results/sigmoid_gen20.md).
 //
 //   g++ -std=c++17 -O3 -march=native -mtune=generic -fno-tree-slp-vectorize -fopenmp -fno-math-errno \
 //       -fno-trapping-math -ffp-contract=off bench/silu_forms.cc -o /tmp/silu_forms
@@ -23,7 +26,7 @@
 
 namespace {
 
-inline float exp_nonpos_old(float x) {
+inline float exp_nonpos_18(float x) {
   const float c = x >= -104.f ? x : -104.f;
   const float k = (c * 1.44269504088896341f + 12582912.f) - 12582912.f;
   float r = __builtin_fmaf(k, -0.693145751953125f, c);
@@ -39,7 +42,7 @@ inline float exp_nonpos_old(float x) {
   return x == x ? y : x;
 }
 
-inline float exp_nonpos_new(float x) {
+inline float exp_nonpos_19(float x) {
   const float c = x < -104.f ? -104.f : x;
   const float t = __builtin_fmaf(c, 1.44269504088896341f, 12582944.f);
   const float k = t - 12582944.f;
@@ -55,21 +58,46 @@ inline float exp_nonpos_new(float x) {
          0x1p-32f;
 }
 
-__attribute__((noinline)) void silu_old(const float* __restrict x, float* __restrict y, int64_t n) {
+inline float exp_negabs_20(float v) {
+  const float a0 = fabsf(v);
+  const float a = a0 > 104.f ? 104.f : a0;
+  const float t = __builtin_fmaf(a, -1.44269504088896341f, 12582944.f);
+  const float minus_m = t - 12582944.f;
+  const float s = __builtin_fmaf(minus_m, 0.693147182464599609375f, a);
+  float p = -0x1.0fa834p-7f;
+  p = __builtin_fmaf(p, s, 0x1.573a54p-5f);
+  p = __builtin_fmaf(p, s, -0x1.555a6ap-3f);
+  p = __builtin_fmaf(p, s, 0x1.fffdc5p-2f);
+  p = __builtin_fmaf(p, s, -0x1.fffff6p-1f);
+  p = __builtin_fmaf(p, s, 1.f);
+  return __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, p) + (__builtin_bit_cast(uint32_t, t) << 23)) *
+         0x1p-32f;
+}
+
+__attribute__((noinline)) void silu_18(const float* __restrict x, float* __restrict y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    const float e = exp_nonpos_old(-fabsf(v));
+    const float e = exp_nonpos_18(-fabsf(v));
     const float r = 1.f / (1.f + e);
     y[i] = v * (v >= 0.f ? r : e * r);
   }
 }
 
-__attribute__((noinline)) void silu_new(const float* __restrict x, float* __restrict y, int64_t n) {
+__attribute__((noinline)) void silu_19(const float* __restrict x, float* __restrict y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    const float e = exp_nonpos_new(-fabsf(v));
+    const float e = exp_nonpos_19(-fabsf(v));
+    y[i] = v * ((v >= 0.f ? 1.f : e) / (1.f + e));
+  }
+}
+
+__attribute__((noinline)) void silu_20(const float* __restrict x, float* __restrict y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float e = exp_negabs_20(v);
     y[i] = v * ((v >= 0.f ? 1.f : e) / (1.f + e));
   }
 }
@@ -88,10 +116,10 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> dist(0.f, 3.f);
   for (float& v : x) v = dist(gen);
   using Fn = void (*)(const float*, float*, int64_t);
-  const Fn fns[] = {silu_old, silu_new, copy};
-  const char* names[] = {"old", "new", "copy (memory floor)"};
+  const Fn fns[] = {silu_18, silu_19, silu_20, copy};
+  const char* names[] = {"gen18", "gen19", "gen20", "copy (memory floor)"};
   for (int pass = 0; pass < 3; ++pass) {
-    for (int f = 0; f < 3; ++f) {
+    for (int f = 0; f < 4; ++f) {
       std::vector<double> us;
       for (int it = 0; it < 200; ++it) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -103,14 +131,16 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
-  double worst[2] = {0, 0};
+  double worst[3] = {0, 0, 0};
   for (float v = -87.f; v < 87.f; v += 0.00731f) {
-    float out[2];
-    silu_old(&v, &out[0], 1);
-    silu_new(&v, &out[1], 1);
+    float out[3];
+    silu_18(&v, &out[0], 1);
+    silu_19(&v, &out[1], 1);
+    silu_20(&v, &out[2], 1);
     const double ref = v / (1.0 + exp(-static_cast<double>(v)));
-    for (int f = 0; f < 2; ++f) worst[f] = std::max(worst[f], fabs(out[f] - ref) / fabs(ref));
+    for (int f = 0; f < 3; ++f) worst[f] = std::max(worst[f], fabs(out[f] - ref) / fabs(ref));
   }
-  std::printf("largest relative error against float64: old %.3g, new %.3g\n", worst[0], worst[1]);
+  std::printf("largest relative error against float64: gen18 %.3g, gen19 %.3g, gen20 %.3g\n", worst[0], worst[1],
+              worst[2]);
   return 0;
 }

@@ -89,7 +89,7 @@ int StageBuilder::elementwise_value(const Node& n, const std::vector<int>& idx) 
   auto c = [&](double v) { return e_const(in_dt, v); };
 
   // exp(x - max(x)) as exp(-|x - max(x)|): the same value (NaN included), and the printers know an
-  // exp of -|v| never overflows (the CPU's korch_exp_nonpos: a softmax's exp kernel 23-30% faster).
+  // exp of -|v| never overflows (the CPU's korch_exp_negabs: a softmax's exp kernel 23-30% faster).
   if (op == "Exp" && is_float(out_dt) && at_most_zero(g, kc_.producer, n.inputs[0]))
     return e_unary(Fn::kExp, e_unary(Fn::kNeg, e_unary(Fn::kAbs, operand(0))));
   if (auto f = plain_unary(op)) return e_unary(*f, operand(0));

@@ -70,7 +70,7 @@ std::vector<LoopCase> op_cases() {
       ValueId i = b.node("IsInf", {r}, attrs({{"detect_negative", neg}}));
       return b.node("Cast", {i}, attrs({{"to", int64_t{1}}}));
     }));
-  // Sigmoid's exp (korch_exp_nonpos on the CPU) over its whole range (inputs are uniform in
+  // Sigmoid's exp (korch_exp_negabs on the CPU) over its whole range (inputs are uniform in
   // [-1, 1]): wide inputs (results under 2^-126, the clamp at -104), +-inf (1/round(x)) and NaN
   // (sqrt of negatives); the log of a Sigmoid of inputs down to -95 weighs the tiny results
   // (log(sigmoid(-90)) is -90: a result flushed to 0 would make it -inf).

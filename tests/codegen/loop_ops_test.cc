@@ -148,7 +148,7 @@ TEST(LoopKernel, ShortContiguousWindowsKeepTheOutputRowInnermost) {
 }
 
 // A softmax's exp(x - max(x)) is an exp of a value at most 0, which the CPU prints inline
-// (korch_exp_nonpos); an exp of x - y for any other y stays expf. The values match the reference
+// (korch_exp_negabs); an exp of x - y for any other y stays expf. The values match the reference
 // in EveryOpMatchesTheReference (softmax, softmax_inf_nan, softmax_12x197x197, ...).
 TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
   const auto code = whole_kernel_cpu_code;
@@ -159,7 +159,7 @@ TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
     ValueId m = b.reduce("ReduceMax", x, {-1});
     ValueId e = b.node("Exp", {b.node("Sub", {x, b.node("Expand", {m, b.ints(s)})})});
     const std::string c = code(b.finish({e}));
-    EXPECT_NE(c.find("korch_exp_nonpos("), std::string::npos) << c;
+    EXPECT_NE(c.find("korch_exp_negabs("), std::string::npos) << c;
   }
   {  // The max of another tensor.
     GraphBuilder b;
@@ -167,7 +167,7 @@ TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
     ValueId m = b.reduce("ReduceMax", y, {-1});
     ValueId e = b.node("Exp", {b.node("Sub", {x, b.node("Expand", {m, b.ints(s)})})});
     const std::string c = code(b.finish({e}));
-    EXPECT_EQ(c.find("korch_exp_nonpos("), std::string::npos) << c;
+    EXPECT_EQ(c.find("korch_exp_negabs("), std::string::npos) << c;
     EXPECT_NE(c.find("expf("), std::string::npos) << c;
   }
   {  // The max computed by another kernel (an argument here): the kernel is checked, and may run,
@@ -184,7 +184,7 @@ TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
     LoopKernelBuild kb = build_loop_kernel(g, c.nodes, kernel_arg_inputs(g, c), c.outputs);
     ASSERT_TRUE(kb.kernel) << kb.reason;
     const std::string kc = cpu_code(*kb.kernel);
-    EXPECT_EQ(kc.find("korch_exp_nonpos("), std::string::npos) << kc;
+    EXPECT_EQ(kc.find("korch_exp_negabs("), std::string::npos) << kc;
     EXPECT_NE(kc.find("expf("), std::string::npos) << kc;
   }
   {  // The max subtracted the other way round.
@@ -192,7 +192,7 @@ TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
     ValueId x = b.f32("x", s);
     ValueId m = b.reduce("ReduceMax", x, {-1});
     ValueId e = b.node("Exp", {b.node("Sub", {b.node("Expand", {m, b.ints(s)}), x})});
-    EXPECT_EQ(code(b.finish({e})).find("korch_exp_nonpos("), std::string::npos);
+    EXPECT_EQ(code(b.finish({e})).find("korch_exp_negabs("), std::string::npos);
   }
 }
 

@@ -100,28 +100,31 @@ std::string cpu_prelude() {
 static inline int64_t korch_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t korch_floordiv(int64_t a, int64_t k) { int64_t q = a / k; return (a % k != 0 && a < 0) ? q - 1 : q; }
 static inline int64_t korch_floormod(int64_t a, int64_t k) { int64_t r = a % k; return r < 0 ? r + k : r; }
-// exp(x) for x <= 0 (NaN stays NaN), inlined so that a loop vectorizes it without a call: x = k ln2
-// + r with |r| <= ln2/2 (ln2 in two parts), exp(r) by a degree-6 polynomial (Cephes' expf
-// coefficients but the last), 2^(k+32) added to the exponent bits and the 2^32 taken off by one
-// product, so results under 2^-126 round once into the denormals as libm's do. Against glibc's
-// expf: relative error under 5e-7 on normal results, one denormal ulp below (x < -104 is taken
-// as -104: 0 or the least denormal). k + 32 is rounded by adding 1.5 * 2^23 + 32, which leaves it
-// in the low mantissa bits of t, so t's bits shifted by 23 are its exponent field: no conversion
-// to an integer, and a NaN (which the clamp lets through) gives 0 there and stays NaN.
-// Its only inputs are -|v|: Sigmoid's exp, and a softmax's exp(x - max(x)) written so
+// exp(-|v|) (NaN stays NaN), inlined so that a loop vectorizes it without a call: a = |v| (a >
+// 104 taken as 104: 0 or the least denormal), a = m ln2 + s with m = round(a / ln2) and |s| <=
+// ln2/2 (ln2 in one part: s is off by at most 150 * 1.9e-9 at m = 150), exp(-s) by a degree-5
+// polynomial (a minimax fit of exp's relative error on [-ln2/2, ln2/2], 9.5e-8 with these float
+// coefficients; odd ones negated for -s), 2^(32-m) added to the exponent bits and the 2^32 taken
+// off by one product, so results under 2^-126 round once into the denormals as libm's do. 32 - m
+// is rounded by adding 1.5 * 2^23 + 32 to -a / ln2, which leaves it in the low mantissa bits of t,
+// so t's bits shifted by 23 are its exponent field: no conversion to an integer, and a NaN (which
+// the clamp lets through) gives 0 there and stays NaN. Relative error under 4e-7 on normal results
+// (a SiLU against float64 over [-87, 87], bench/silu_forms.cc); 14 vector operations where the
+// generator-19 form of exp(x <= 0) took 18 after -|v| (abs, negate, two-part ln2, degree 6).
+// Its only callers: Sigmoid's exp, and a softmax's exp(x - max(x)) written as exp(-|x - max(x)|)
 // (loop_kernel_elementwise.cc).
-static inline float korch_exp_nonpos(float x) {
-  const float c = x < -104.f ? -104.f : x;
-  const float t = __builtin_fmaf(c, 1.44269504088896341f, 12582944.f);
-  const float k = t - 12582944.f;  // c / ln2 rounded to the nearest integer
-  float r = __builtin_fmaf(k, -0.693145751953125f, c);
-  r = __builtin_fmaf(k, -1.428606765330187045e-06f, r);
-  float p = 1.3981999507e-3f;
-  p = __builtin_fmaf(p, r, 8.3334519073e-3f);
-  p = __builtin_fmaf(p, r, 4.1665795894e-2f);
-  p = __builtin_fmaf(p, r, 1.6666665459e-1f);
-  p = __builtin_fmaf(p, r, 5.0000001201e-1f);
-  p = __builtin_fmaf(p, r * r, r) + 1.f;
+static inline float korch_exp_negabs(float v) {
+  const float a0 = fabsf(v);
+  const float a = a0 > 104.f ? 104.f : a0;
+  const float t = __builtin_fmaf(a, -1.44269504088896341f, 12582944.f);
+  const float minus_m = t - 12582944.f;
+  const float s = __builtin_fmaf(minus_m, 0.693147182464599609375f, a);
+  float p = -0x1.0fa834p-7f;
+  p = __builtin_fmaf(p, s, 0x1.573a54p-5f);
+  p = __builtin_fmaf(p, s, -0x1.555a6ap-3f);
+  p = __builtin_fmaf(p, s, 0x1.fffdc5p-2f);
+  p = __builtin_fmaf(p, s, -0x1.fffff6p-1f);
+  p = __builtin_fmaf(p, s, 1.f);
   return __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, p) + (__builtin_bit_cast(uint32_t, t) << 23)) * 0x1p-32f;
 }
 )";

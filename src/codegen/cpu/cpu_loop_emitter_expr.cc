@@ -76,15 +76,17 @@ std::string StagePrinter::operand(int e) const {
   return fmt::format("t{}", e);
 }
 
-// -|v|: the argument of exp in Sigmoid and in a softmax whose max the kernel computes
-// (loop_kernel_elementwise.cc), where korch_exp_nonpos (the prelude) replaces libmvec's expf:
+// exp(-|v|): Sigmoid's exp, and a softmax's whose max the kernel computes
+// (loop_kernel_elementwise.cc), where korch_exp_negabs(v) (the prelude) replaces libmvec's expf:
 // about a fifth less time for a SiLU on this CPU (84 -> 67 us on 200704 floats,
-// bench/results/sigmoid_exp.md), a third less for a softmax's exp (silu_and_pools.md).
-bool StagePrinter::non_positive(int e) const {
+// bench/results/sigmoid_exp.md), a third less for a softmax's exp (silu_and_pools.md); its
+// generator-20 form 63 -> 53 us for that SiLU (bench/silu_forms.cc). Returns v's expression, or
+// -1 when e is not -|v|.
+int StagePrinter::negated_abs_of(int e) const {
   const ExprNode& n = st_.exprs[static_cast<size_t>(e)];
-  if (n.op != ExprOp::kUnary || n.fn != Fn::kNeg) return false;
+  if (n.op != ExprOp::kUnary || n.fn != Fn::kNeg) return -1;
   const ExprNode& m = st_.exprs[static_cast<size_t>(n.args[0])];
-  return m.op == ExprOp::kUnary && m.fn == Fn::kAbs && is_float(m.dtype);
+  return m.op == ExprOp::kUnary && m.fn == Fn::kAbs && is_float(m.dtype) ? m.args[0] : -1;
 }
 
 std::string StagePrinter::expr_def(int e) const {
@@ -103,8 +105,8 @@ std::string StagePrinter::expr_def(int e) const {
       return fmt::format("({0} >= {1}LL && {0} < {2}LL)", x, n.ivalue, n.ivalue2);
     }
     case ExprOp::kUnary:
-      if (n.fn == Fn::kExp && n.dtype == DType::kFloat32 && non_positive(n.args[0]))
-        return fmt::format("korch_exp_nonpos({})", a(0));
+      if (n.fn == Fn::kExp && n.dtype == DType::kFloat32)
+        if (const int v = negated_abs_of(n.args[0]); v >= 0) return fmt::format("korch_exp_negabs({})", operand(v));
       return loop::c_operator_expr(st_, n, a);
     case ExprOp::kCast:
     case ExprOp::kSelect:

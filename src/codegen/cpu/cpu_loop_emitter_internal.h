@@ -192,7 +192,7 @@ class StagePrinter {
   std::string operand(int e) const;
 
   std::string expr_def(int e) const;
-  bool non_positive(int e) const;  // e is -|v| (so exp(e) is at most 1)
+  int negated_abs_of(int e) const;  // v where e is -|v| (so exp(e) is at most 1), else -1
 
   const LoopKernel& k_;
   const Stage& st_;
