@@ -156,6 +156,31 @@ int64_t stage_cost(const Stage& st) {
   return cost;
 }
 
+// Consecutive groups of the dims of `shape` that are not 1 whose sizes are the first extents of
+// `target`, in order; false when there are none.
+bool groups_matching(const Shape& shape, const std::vector<int64_t>& target, Groups* out) {
+  Groups groups;
+  std::vector<size_t> cur;
+  int64_t size = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (groups.size() >= target.size()) return false;
+    cur.push_back(d);
+    size *= shape[d];
+    const int64_t want = target[groups.size()];
+    if (size == want) {
+      groups.push_back(std::move(cur));
+      cur.clear();
+      size = 1;
+    } else if (want % size != 0) {
+      return false;
+    }
+  }
+  if (!cur.empty()) return false;
+  *out = std::move(groups);
+  return true;
+}
+
 Stage plan_stage(KernelContext& kc, const Shape& kept, const Shape& red, bool reduction, const Body& body,
                  Groups* chosen = nullptr) {
   Groups gk, gr;
@@ -183,6 +208,14 @@ Stage plan_stage(KernelContext& kc, const Shape& kept, const Shape& red, bool re
         }
       }
       if (improved) break;
+    }
+  }
+  Groups preferred;
+  if (!kc.prefer_loops.empty() && groups_matching(kept, kc.prefer_loops, &preferred) && preferred != gk) {
+    Stage st = build_stage(kc, kept, red, preferred, gr, reduction, body);
+    if (stage_cost(st) <= best_cost) {
+      best = std::move(st);
+      gk = std::move(preferred);
     }
   }
   if (chosen) *chosen = gk;
@@ -413,13 +446,94 @@ std::vector<Stage> pointwise_stages_for(KernelContext& kc, const Shape& shape,
   return out;
 }
 
+// The longest row written ahead of a reduction: the CPU printer's row fusion limit (shares_rows,
+// cpu/cpu_loop_emitter.cc).
+constexpr int64_t kWriteAheadRowMax = 1 << 14;
+
+// Ops whose element costs a math-library call or its inline polynomial (what is worth computing
+// once instead of once per reading stage).
+bool transcendental(const std::string& op) {
+  static const std::set<std::string> s = {"Exp",      "Log",  "Pow",  "Tanh", "Erf",  "Sigmoid",
+                                          "Softplus", "Gelu", "Mish", "Elu",  "Selu", "Celu"};
+  return s.count(op) > 0;
+}
+
+// Whether some value that computing `from` reads inline (`from` itself, then through the kernel's
+// values that are not materialised) satisfies `pred` (a value, and its producer or null).
+template <typename Pred>
+bool reads_inline(const KernelContext& kc, ValueId from, Pred pred) {
+  std::vector<ValueId> stack = {from};
+  std::set<ValueId> seen;
+  while (!stack.empty()) {
+    const ValueId v = stack.back();
+    stack.pop_back();
+    if (!seen.insert(v).second) continue;
+    auto p = kc.producer.find(v);
+    const Node* n = p == kc.producer.end() ? nullptr : &kc.g.nodes[static_cast<size_t>(p->second)];
+    if (pred(v, n)) return true;
+    if (!n || kc.buffer_of.count(v) || materialised(kc.g, *n)) continue;
+    for (ValueId in : n->inputs)
+      if (in != kNoValue) stack.push_back(in);
+  }
+  return false;
+}
+
+// A value written ahead of a reduction into an output's buffer (build_loop_kernel): the buffer,
+// the reduction's row (elements reduced into each result), the stages that wrote it [first, end).
+struct WriteAhead {
+  ValueId value = kNoValue;
+  int buffer = -1;
+  int64_t row = 0;
+  size_t first = 0, end = 0;
+};
+
+// The elements a Reduce* node folds into each result when the dims it reduces are the innermost
+// ones of its input (dims of 1 aside): a row contiguous in memory. 0 otherwise.
+int64_t inner_row(const Graph& g, const Node& n) {
+  const Shape& in = g.type(n.inputs[0]).shape;
+  bool noop = false;
+  std::vector<int64_t> axes = reduce_axes(g, n, &noop);
+  std::vector<bool> reduced(in.size(), axes.empty());
+  for (int64_t a : axes) reduced[static_cast<size_t>(normalize_axis(a, static_cast<int64_t>(in.size())))] = true;
+  int64_t row = 1;
+  bool inner = true;  // no kept dim (of more than 1) seen yet, from the innermost dim out
+  for (size_t d = in.size(); d-- > 0;) {
+    if (in[d] == 1) continue;
+    if (!reduced[d]) {
+      inner = false;
+    } else {
+      if (!inner) return 0;
+      row *= in[d];
+    }
+  }
+  return row;
+}
+
+// Whether every stage after a write-ahead's reads its buffer only where that is safe: reductions
+// anywhere (they all run before the output's own stage), the stage that stores the output only at
+// the element it stores (read, then overwritten), no other stage at all.
+bool write_ahead_is_safe(const LoopKernel& k, const WriteAhead& w) {
+  for (size_t s = w.end; s < k.stages.size(); ++s) {
+    const Stage& st = k.stages[s];
+    if (st.is_reduction) continue;
+    int at = -1;
+    for (const Store& store : st.stores)
+      if (store.buffer == w.buffer) at = store.index;
+    for (const ExprNode& e : st.exprs)
+      if (e.op == ExprOp::kLoad && e.buffer == w.buffer && (at < 0 || e.index != at)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace loop
 
 bool has_loop_emitter(const std::string& op_type) { return loop::supported_ops().count(op_type) > 0; }
 
-LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& inputs,
-                                  const std::vector<ValueId>& outputs) {
+namespace {
+
+LoopKernelBuild build(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& inputs,
+                      const std::vector<ValueId>& outputs, bool write_ahead, bool* write_ahead_unsafe) {
   using namespace loop;
   LoopKernelBuild result;
   auto k = std::make_shared<LoopKernel>();
@@ -485,10 +599,59 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
       }
     };
     pointwise_stages(false);
+    // A reduction's input that costs a transcendental per element (a softmax's exp), that a later
+    // output of its shape also reads inline (the Div), is written into that output's buffer by a
+    // pointwise stage ahead of the reduction: the reduction and the output's stage read it back
+    // (the output's stage overwrites each element after reading it) instead of computing it
+    // twice more. Only where the reduction folds rows of its input's innermost dims, of at most
+    // kWriteAheadRowMax elements, so that the CPU printer's row fusion can keep each row in L1
+    // between the stages (elsewhere the value would make one more trip through memory).
+    std::map<NodeId, WriteAhead> ahead;
+    if (write_ahead) {
+      std::set<int> taken;
+      for (NodeId id : nodes) {
+        const Node& n = g.nodes[static_cast<size_t>(id)];
+        if (!is_reduce_op(n.op_type) || !materialised(g, n)) continue;
+        const ValueId e = n.inputs[0];
+        const auto pe = kc.producer.find(e);
+        if (pe == kc.producer.end() || out_buffer.count(e) || kc.buffer_of.count(e)) continue;
+        if (!reads_inline(kc, e, [](ValueId, const Node* p) { return p && transcendental(p->op_type); })) continue;
+        const TensorType& et = g.type(e);
+        const int64_t row = inner_row(g, n);
+        if (row < 2 || row > kWriteAheadRowMax) continue;
+        for (ValueId o : outputs) {
+          const Node& on = g.nodes[static_cast<size_t>(kc.producer.at(o))];
+          const int buffer = out_buffer.at(o);
+          if (materialised(g, on) || !after_reduction.count(o) || g.type(o) != et || taken.count(buffer) ||
+              !reads_inline(kc, o, [e](ValueId v, const Node*) { return v == e; }))
+            continue;
+          ahead[id] = WriteAhead{e, buffer, row};
+          taken.insert(buffer);
+          break;
+        }
+      }
+    }
     // Reductions: materialised, in node order.
     for (NodeId id : nodes) {
       const Node& n = g.nodes[static_cast<size_t>(id)];
       if (!materialised(g, n)) continue;
+      if (auto w = ahead.find(id); w != ahead.end()) {
+        w->second.first = k->stages.size();
+        // Its loops as the reduction's (rows, then the row) where that costs nothing more; then
+        // the stages after it take the loops it got.
+        const int64_t rows = g.type(w->second.value).numel() / w->second.row;
+        kc.prefer_loops = rows > 1 ? std::vector<int64_t>{rows, w->second.row} : std::vector<int64_t>{w->second.row};
+        for (Stage& st :
+             pointwise_stages_for(kc, g.type(w->second.value).shape, {{w->second.value, w->second.buffer}})) {
+          st.comment += " (written ahead of a reduction that reads it)";
+          k->stages.push_back(std::move(st));
+        }
+        w->second.end = k->stages.size();
+        kc.prefer_loops.clear();
+        for (const Loop& l : k->stages.back().loops) kc.prefer_loops.push_back(l.extent);
+        kc.buffer_of[w->second.value] = w->second.buffer;
+        k->buffers[static_cast<size_t>(w->second.buffer)].written = true;
+      }
       if (n.op_type == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != kNoValue) {
         bool used = out_buffer.count(n.outputs[1]) != 0;
         for (NodeId c : nodes)
@@ -509,6 +672,11 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
     }
     // The other outputs: one pointwise stage per shape.
     pointwise_stages(true);
+    for (const auto& [id, w] : ahead)
+      if (!write_ahead_is_safe(*k, w)) {
+        *write_ahead_unsafe = true;
+        return result;
+      }
   } catch (const Unsupported& u) {
     result.reason = u.reason;
     result.scratch_bytes.clear();
@@ -520,6 +688,15 @@ LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nod
   }
   result.kernel = std::move(k);
   return result;
+}
+
+}  // namespace
+
+LoopKernelBuild build_loop_kernel(const Graph& g, const std::vector<NodeId>& nodes, const std::vector<ValueId>& inputs,
+                                  const std::vector<ValueId>& outputs) {
+  bool unsafe = false;
+  LoopKernelBuild b = build(g, nodes, inputs, outputs, true, &unsafe);
+  return unsafe ? build(g, nodes, inputs, outputs, false, &unsafe) : b;
 }
 
 }  // namespace korch

@@ -17,12 +17,18 @@
 // along the innermost axis) may be cut into one stage per interval of that loop, where those
 // tests fold away (loop_kernel_split.cc): each piece copies one branch with plain addresses.
 // Intermediate values are inlined into their consumers (recomputed at the index the consumer
-// needs); only reduction results are materialised (in their output buffer or a scratch buffer).
+// needs); only reduction results are materialised (in their output buffer or a scratch buffer),
+// and a reduction's input that costs a transcendental per element when a later output of its
+// shape reads it too: written ahead into that output's buffer, which the output's stage reads at
+// the element it then overwrites (rows of at most 16384 reduced elements; build_loop_kernel
+// checks that no other stage reads the buffer in between, else builds without it).
 //
 // Example: softmax over x:f32[2,8] (ReduceMax, Sub, Exp, ReduceSum, Div, with Expands) becomes
 //   stage 0 (reduce)   i0<2, r1<8:  scratch0[i0] = max_r x[8*i0 + r1]
-//   stage 1 (reduce)   i0<2, r1<8:  scratch1[i0] = sum_r exp(x[8*i0 + r1] - scratch0[i0])
-//   stage 2 (pointwise) i0<2, i1<8: out0[8*i0 + i1] = exp(x[8*i0+i1] - scratch0[i0]) / scratch1[i0]
+//   stage 1 (pointwise) i0<2, i1<8: out0[8*i0 + i1] = exp(x[8*i0 + i1] - scratch0[i0])
+//   stage 2 (reduce)   i0<2, r1<8:  scratch1[i0] = sum_r out0[8*i0 + r1]
+//   stage 3 (pointwise) i0<2, i1<8: out0[8*i0 + i1] = out0[8*i0 + i1] / scratch1[i0]
+// (the CPU printer runs the four in one loop over rows: each row stays in L1 between them).
 // Emitters (cpu/cpu_loop_emitter.h, cuda/cuda_loop_emitter.h) are thin printers of this description.
 #pragma once
 

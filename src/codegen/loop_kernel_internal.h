@@ -38,6 +38,10 @@ struct KernelContext {
   std::map<ValueId, NodeId> producer;   // values computed inside the kernel
   std::map<ValueId, int> buffer_of;     // argument inputs and materialised values -> buffer
   std::map<ValueId, int> table_of;      // baked non-scalar constants -> table (filled lazily)
+  // Loop extents that the stages built next take where their dims group so at no more index
+  // cost (after a value written ahead of a reduction: the stages reading it back then share the
+  // writer's loops, which the CPU printer's row fusion needs). Empty: none.
+  std::vector<int64_t> prefer_loops;
   int add_table(DType dtype, std::vector<int64_t> values);
 };
 

@@ -345,6 +345,34 @@ std::vector<LoopCase> chain_cases() {
     ValueId inf = b.node("Reciprocal", {b.node("Round", {b.node("Mul", {x, b.scalar(3.f)})})});
     cs.push_back(whole_graph_case("softmax_inf_nan", b.finish({softmax(b, inf, s)})));
   }
+  {  // A softmax transposed: the output reads the exp at another element than it writes, so the
+     // exp is not written ahead into it (AFusedSoftmaxComputesEachExpOnce).
+    GraphBuilder b;
+    Shape s{24, 24};
+    ValueId x = b.f32("x", s);
+    ValueId t = b.node("Transpose", {softmax(b, x, s)}, attrs({{"perm", std::vector<int64_t>{1, 0}}}));
+    cs.push_back(whole_graph_case("softmax_then_transpose", b.finish({t})));
+  }
+  {  // A softmax whose max another kernel took (x - max an argument): the exp written ahead in
+     // rows, summed and divided in place.
+    GraphBuilder b;
+    Shape s{24, 40};
+    ValueId d = b.f32("d", s);
+    ValueId e = b.node("Exp", {d});
+    ValueId sum = b.reduce("ReduceSum", e, {-1});
+    cs.push_back(whole_graph_case("exp_sum_div_of_an_argument", b.finish({b.node("Div", {e, expand_to(b, sum, s)})})));
+  }
+  {  // Two outputs read the exp written ahead into the first: both before either is stored.
+    GraphBuilder b;
+    Shape s{20, 36};
+    ValueId x = b.f32("x", s);
+    ValueId m = b.reduce("ReduceMax", x, {-1});
+    ValueId e = b.node("Exp", {b.node("Sub", {x, expand_to(b, m, s)})});
+    ValueId sum = b.reduce("ReduceSum", e, {-1});
+    ValueId sm = b.node("Div", {e, expand_to(b, sum, s)});
+    ValueId scaled = b.node("Mul", {e, b.scalar(0.5f)});
+    cs.push_back(whole_graph_case("softmax_and_scaled_exp", b.finish({sm, scaled})));
+  }
   {
     // A separable MaxPool's two passes in one kernel (the column pool a scratch stage of the row pool).
     GraphBuilder b;

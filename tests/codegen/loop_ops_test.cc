@@ -196,6 +196,67 @@ TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
   }
 }
 
+// A softmax in one kernel computes each exp once: written ahead into the output by a pointwise
+// stage, summed from there, then divided in place, the four stages in one loop over rows. Where
+// the output reads the exp at another element than it writes (a transposed softmax), writing
+// ahead would overwrite what is still to be read: the kernel recomputes the exp instead. Values:
+// chain_cases' softmax, softmax_inf_nan, softmax_then_transpose, softmax_and_scaled_exp.
+TEST(LoopKernel, AFusedSoftmaxComputesEachExpOnce) {
+  Shape s{64, 64};
+  auto count = [](const std::string& c, const std::string& what) {
+    int n = 0;
+    for (size_t p = c.find(what); p != std::string::npos; p = c.find(what, p + 1)) ++n;
+    return n;
+  };
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({softmax(b, x, s)}));
+    ASSERT_TRUE(k);
+    ASSERT_EQ(k->stages.size(), 4u) << describe_loop_kernel(*k);
+    EXPECT_FALSE(k->stages[1].is_reduction);
+    ASSERT_EQ(k->stages[1].stores.size(), 1u);
+    EXPECT_EQ(k->buffers[static_cast<size_t>(k->stages[1].stores[0].buffer)].kind, loop::BufferKind::kOutput);
+    const std::string c = cpu_code(*k);
+    EXPECT_EQ(count(c, "korch_exp_negabs("), 1) << c;
+    EXPECT_NE(c.find("row fusion of 4 stages"), std::string::npos) << c;
+  }
+  {
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    ValueId t = b.node("Transpose", {softmax(b, x, s)}, attrs({{"perm", I{1, 0}}}));
+    std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({t}));
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->stages.size(), 3u) << describe_loop_kernel(*k);
+    EXPECT_EQ(count(cpu_code(*k), "korch_exp_negabs("), 2);
+  }
+  {  // The exp of an argument (x - max computed by another kernel): the stage writing it ahead
+     // loops over rows as the sum does (not one flat loop), so the three stages fuse.
+    GraphBuilder b;
+    ValueId d = b.f32("d", s);
+    ValueId e = b.node("Exp", {d});
+    ValueId sum = b.reduce("ReduceSum", e, {-1});
+    std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({b.node("Div", {e, expand_to(b, sum, s)})}));
+    ASSERT_TRUE(k);
+    ASSERT_EQ(k->stages.size(), 3u) << describe_loop_kernel(*k);
+    EXPECT_EQ(k->stages[0].loops.size(), 2u) << describe_loop_kernel(*k);
+    const std::string c = cpu_code(*k);
+    EXPECT_EQ(count(c, "expf("), 1) << c;
+    EXPECT_NE(c.find("row fusion of 3 stages"), std::string::npos) << c;
+  }
+  {  // A softmax over the outer axis: its rows are not contiguous, no row fusion would keep the
+     // exp in cache, so it is computed again instead of making one more trip through memory.
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    ValueId m = b.reduce("ReduceMax", x, {0});
+    ValueId e = b.node("Exp", {b.node("Sub", {x, expand_to(b, m, s)})});
+    ValueId sum = b.reduce("ReduceSum", e, {0});
+    std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({b.node("Div", {e, expand_to(b, sum, s)})}));
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->stages.size(), 3u) << describe_loop_kernel(*k);
+  }
+}
+
 // A channels-last global pool ([1, H*W, C] -> [1, C]) has no kept loop but its row to share out:
 // its reduce loop is cut into a fixed number of parts (partial rows, combined in order) so that
 // both threads read; a small one, or one with an outer kept loop to share, is not cut. The cut
@@ -258,8 +319,10 @@ TEST(LoopKernel, TransposingCopiesRunInTiles) {
 }
 
 // Row fusion (stages sharing the loop over rows, the row kept in L1 between them): over two loops
-// when the per-row results live one loop deep (windowed attention's softmax), and over whole rows
-// one stage writes and the next reads back (an exponential output, then its sum). The cases
+// when the per-row results live one loop deep (windowed attention's softmax: its exp written
+// ahead, the stages reading it back keep the writer's [windows, heads x rows] loops although
+// they need not read the bias), and over whole rows one stage writes and the next reads back (an
+// exponential output, then its sum). The cases
 // windowed_softmax_with_bias and exp_output_then_row_sum check the values (FusedChainsMatchTheReference).
 TEST(LoopKernel, RowFusionSharesDeeperLoopsAndWholeRows) {
   {
@@ -268,7 +331,7 @@ TEST(LoopKernel, RowFusionSharesDeeperLoopsAndWholeRows) {
     ValueId x = b.f32("x", s), bias = b.f32("bias", {1, 3, 49, 49});
     ValueId sm = softmax(b, b.node("Add", {x, expand_to(b, bias, s)}), s);
     const std::string code = whole_kernel_cpu_code(b.finish({sm}));
-    EXPECT_NE(code.find("// row fusion of 3 stages over 2 loops"), std::string::npos) << code;
+    EXPECT_NE(code.find("// row fusion of 4 stages over 2 loops"), std::string::npos) << code;
     EXPECT_NE(code.find("#pragma omp parallel for collapse(2)"), std::string::npos) << code;
   }
   {

@@ -19,7 +19,7 @@
 namespace korch::cuda {
 
 // Bumped whenever generated CUDA changes what or how fast it computes (tuning and cache keys).
-constexpr int kCudaGeneratorVersion = 5;
+constexpr int kCudaGeneratorVersion = 6;
 
 struct CudaKernelRecipe : runtime::KernelRecipeBase {
   std::vector<CudaLaunch> launches;
