@@ -479,12 +479,12 @@ bool reads_inline(const KernelContext& kc, ValueId from, Pred pred) {
 }
 
 // A value written ahead of a reduction into an output's buffer (build_loop_kernel): the buffer,
-// the reduction's row (elements reduced into each result), the stages that wrote it [first, end).
+// the reduction's row (elements reduced into each result), the end of the stages writing it.
 struct WriteAhead {
   ValueId value = kNoValue;
   int buffer = -1;
   int64_t row = 0;
-  size_t first = 0, end = 0;
+  size_t end = 0;
 };
 
 // The elements a Reduce* node folds into each result when the dims it reduces are the innermost
@@ -636,7 +636,6 @@ LoopKernelBuild build(const Graph& g, const std::vector<NodeId>& nodes, const st
       const Node& n = g.nodes[static_cast<size_t>(id)];
       if (!materialised(g, n)) continue;
       if (auto w = ahead.find(id); w != ahead.end()) {
-        w->second.first = k->stages.size();
         // Its loops as the reduction's (rows, then the row) where that costs nothing more; then
         // the stages after it take the loops it got.
         const int64_t rows = g.type(w->second.value).numel() / w->second.row;

@@ -20,8 +20,9 @@
 // needs); only reduction results are materialised (in their output buffer or a scratch buffer),
 // and a reduction's input that costs a transcendental per element when a later output of its
 // shape reads it too: written ahead into that output's buffer, which the output's stage reads at
-// the element it then overwrites (rows of at most 16384 reduced elements; build_loop_kernel
-// checks that no other stage reads the buffer in between, else builds without it).
+// the element it then overwrites (reductions over innermost dims, rows of at most 16384
+// elements; build_loop_kernel checks that no other stage reads the buffer in between, else
+// builds without it).
 //
 // Example: softmax over x:f32[2,8] (ReduceMax, Sub, Exp, ReduceSum, Div, with Expands) becomes
 //   stage 0 (reduce)   i0<2, r1<8:  scratch0[i0] = max_r x[8*i0 + r1]
