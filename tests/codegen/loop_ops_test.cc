@@ -2,7 +2,6 @@
 // and compared with the reference interpreter.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -109,6 +108,13 @@ std::string cpu_code(const LoopKernel& k) {
   return w.str();
 }
 
+// How many times `what` occurs in `code`.
+int occurrences(const std::string& code, const std::string& what) {
+  int n = 0;
+  for (size_t p = code.find(what); p != std::string::npos; p = code.find(what, p + 1)) ++n;
+  return n;
+}
+
 // cpu_code of whole_kernel(g) ("" when the kernel cannot be built).
 std::string whole_kernel_cpu_code(Graph g) {
   std::shared_ptr<LoopKernel> k = whole_kernel(std::move(g));
@@ -203,11 +209,6 @@ TEST(LoopKernel, TheExpOfXMinusItsMaxIsAnExpOfANonPositiveValue) {
 // chain_cases' softmax, softmax_inf_nan, softmax_then_transpose, softmax_and_scaled_exp.
 TEST(LoopKernel, AFusedSoftmaxComputesEachExpOnce) {
   Shape s{64, 64};
-  auto count = [](const std::string& c, const std::string& what) {
-    int n = 0;
-    for (size_t p = c.find(what); p != std::string::npos; p = c.find(what, p + 1)) ++n;
-    return n;
-  };
   {
     GraphBuilder b;
     ValueId x = b.f32("x", s);
@@ -218,7 +219,7 @@ TEST(LoopKernel, AFusedSoftmaxComputesEachExpOnce) {
     ASSERT_EQ(k->stages[1].stores.size(), 1u);
     EXPECT_EQ(k->buffers[static_cast<size_t>(k->stages[1].stores[0].buffer)].kind, loop::BufferKind::kOutput);
     const std::string c = cpu_code(*k);
-    EXPECT_EQ(count(c, "korch_exp_negabs("), 1) << c;
+    EXPECT_EQ(occurrences(c, "korch_exp_negabs("), 1) << c;
     EXPECT_NE(c.find("row fusion of 4 stages"), std::string::npos) << c;
   }
   {
@@ -228,7 +229,7 @@ TEST(LoopKernel, AFusedSoftmaxComputesEachExpOnce) {
     std::shared_ptr<LoopKernel> k = whole_kernel(b.finish({t}));
     ASSERT_TRUE(k);
     EXPECT_EQ(k->stages.size(), 3u) << describe_loop_kernel(*k);
-    EXPECT_EQ(count(cpu_code(*k), "korch_exp_negabs("), 2);
+    EXPECT_EQ(occurrences(cpu_code(*k), "korch_exp_negabs("), 2);
   }
   {  // The exp of an argument (x - max computed by another kernel): the stage writing it ahead
      // loops over rows as the sum does (not one flat loop), so the three stages fuse.
@@ -241,7 +242,7 @@ TEST(LoopKernel, AFusedSoftmaxComputesEachExpOnce) {
     ASSERT_EQ(k->stages.size(), 3u) << describe_loop_kernel(*k);
     EXPECT_EQ(k->stages[0].loops.size(), 2u) << describe_loop_kernel(*k);
     const std::string c = cpu_code(*k);
-    EXPECT_EQ(count(c, "expf("), 1) << c;
+    EXPECT_EQ(occurrences(c, "expf("), 1) << c;
     EXPECT_NE(c.find("row fusion of 3 stages"), std::string::npos) << c;
   }
   {  // A softmax over the outer axis: its rows are not contiguous, no row fusion would keep the
@@ -362,9 +363,7 @@ TEST(LoopKernel, ConcatOfManyInputsCopiesEachOnce) {
   for (int i = 0; i < 24; ++i) parts.push_back(b.f32(fmt::format("x{}", i), {1, 32, 14, 14}));
   const std::string code = whole_kernel_cpu_code(b.finish({b.node("Concat", parts, attrs({{"axis", int64_t{1}}}))}));
   ASSERT_FALSE(code.empty());
-  size_t loops = 0;
-  for (size_t p = code.find("#pragma omp simd"); p != std::string::npos; p = code.find("#pragma omp simd", p + 1)) ++loops;
-  EXPECT_EQ(loops, 24u) << code;
+  EXPECT_EQ(occurrences(code, "#pragma omp simd"), 24) << code;
   EXPECT_EQ(code.find(" ? "), std::string::npos) << code;  // no per-element select left
 }
 
