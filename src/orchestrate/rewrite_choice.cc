@@ -138,17 +138,17 @@ std::optional<Graph> apply_sites(const Graph& p, const std::vector<int>& sites, 
   return g;
 }
 
-
 // Costs already asked for (by candidate_names), answered again without the provider; the rest from it.
+// The provider still prepares every candidate: a kernel of P* can be written in another order than
+// the same primitives in the variant graph that priced it (P* is sorted again after the sites are
+// applied), so its signature differs, and later callers ask the provider for P*'s own kernels (the
+// closed loop's isolated costs: they were "not measured", infinite, before).
 class KnownCosts : public CostProvider {
  public:
   KnownCosts(CostProvider& inner, std::map<std::string, KernelCost> known) : inner_(inner), known_(std::move(known)) {}
   std::string name() const override { return inner_.name(); }
   void prepare(const Graph& g, const std::vector<KernelCandidate>& candidates) override {
-    std::vector<KernelCandidate> unknown;
-    for (const KernelCandidate& c : candidates)
-      if (!known_.count(candidate_names(g, c))) unknown.push_back(c);
-    if (!unknown.empty()) inner_.prepare(g, unknown);
+    inner_.prepare(g, candidates);
   }
   KernelCost cost(const Graph& g, const KernelCandidate& c) override {
     auto it = known_.find(candidate_names(g, c));
@@ -211,10 +211,37 @@ KernelCandidate translate(const Graph& g, const KernelCandidate& c, const std::u
   return t;
 }
 
+// Names identify nodes across the variants (and the union graph): a graph with an unnamed node or
+// two nodes of one name (a graph parsed from text, a model's batch-1 split) gets names first, else
+// their nodes would merge in the union graph and leave a region without candidates.
+std::optional<Graph> with_unique_node_names(const Graph& p) {
+  std::set<std::string> names;
+  bool unique = true;
+  for (const Node& n : p.nodes) unique = unique && !n.name.empty() && names.insert(n.name).second;
+  if (unique) return std::nullopt;
+  for (const Node& n : p.nodes) names.insert(n.name);
+  Graph g = p;
+  std::set<std::string> taken;
+  int counter = 0;
+  for (Node& n : g.nodes) {
+    if (!n.name.empty() && taken.insert(n.name).second) continue;
+    std::string fresh;
+    do {
+      fresh = fmt::format("{}#{}", n.name.empty() ? n.op_type : n.name, counter++);
+    } while (names.count(fresh) != 0);
+    names.insert(fresh);
+    taken.insert(fresh);
+    n.name = fresh;
+  }
+  return g;
+}
+
 }  // namespace
 
-RewriteChoiceResult orchestrate_with_rewrites(const Graph& p, CostProvider& provider,
+RewriteChoiceResult orchestrate_with_rewrites(const Graph& given, CostProvider& provider,
                                               const OrchestrateOptions& options) {
+  const std::optional<Graph> renamed = options.rewrite_choices ? with_unique_node_names(given) : std::nullopt;
+  const Graph& p = renamed ? *renamed : given;
   auto say = [&](const std::string& s) {
     if (options.progress) options.progress(s);
   };

@@ -137,6 +137,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (written_in_place(g, candidates[i])) continue;  // nothing to measure (cost())
     hash_of_[i] = hash_of(g, candidates[i]);
+    if (by_hash_.count(hash_of_[i]) != 0) continue;  // an earlier prepare() of this compile has its cost
     if (first_of.emplace(hash_of_[i], static_cast<int>(i)).second) {
       generator_of_[hash_of_[i]] = backend_.measured_generator(g, candidates[i]);
       keys.push_back(key_of(hash_of_[i]));

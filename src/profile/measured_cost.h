@@ -3,7 +3,9 @@
 // timing device; results persist in the tuning database.
 //
 // prepare() does the work for the whole candidate list at once:
-//   1. canonical signature per candidate (kernel_signature.h); identical kernels are handled once;
+//   1. canonical signature per candidate (kernel_signature.h); identical kernels are handled once,
+//      in this prepare() and across the earlier ones of this object (their costs stand: not looked
+//      up or counted again);
 //   2. tuning-database lookup by (signature and the step revision of a library kernel
 //      (Backend::step_revision), device id, generator version): hits cost nothing;
 //   3. the rest is generated (Backend::emit); what cannot be emitted costs infinity with the

@@ -8,6 +8,7 @@
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/tensor_compare.h"
+#include "ir/text_format.h"
 #include "orchestrate/analytic_cost.h"
 #include "orchestrate/rewrite_choice.h"
 #include "pipeline/pipeline.h"
@@ -133,6 +134,75 @@ TEST(RewriteChoice, SitesNoKernelComputesSetNoMemoryFloor) {
   const RewriteChoiceResult bounded = orchestrate_with_rewrites(p, cost, o);
   EXPECT_NEAR(bounded.result.selection.objective, free.result.selection.objective,
               1e-9 * free.result.selection.objective);
+}
+
+// Nodes are known across the variants by name: unnamed nodes (a graph parsed from text, a batch-1
+// split of a model) are named first, else they merged in the union graph and left a region without
+// candidates ("the kernel selection program is infeasible (0 candidates)").
+TEST(RewriteChoice, UnnamedNodesAreNamedFirst) {
+  const Graph p = parse_graph(R"(graph t (opset 11) {
+  input x: f32[4,6]
+  const shape: i64[2] = [4, 6]
+  %e: f32[4,6] = Exp(x)
+  %s: f32[4,1] = ReduceSum(e) {axes=[1], keepdims=1}
+  %b: f32[4,6] = Expand(s, shape)
+  %y: f32[4,6] = Div(e, b)
+  output y
+}
+)");
+  ASSERT_FALSE(find_alternatives(p).empty());
+  AnalyticCost cost(cpu_spec());
+  OrchestrateOptions o;
+  o.rewrite_choices = true;
+  const RewriteChoiceResult r = orchestrate_with_rewrites(p, cost, o);
+  std::set<std::string> names;
+  for (const Node& n : r.graph.nodes) EXPECT_TRUE(!n.name.empty() && names.insert(n.name).second) << n.name;
+  const std::vector<Tensor> in = random_inputs(p, 5);
+  EXPECT_LE(rel_l2_error(interpret(r.graph, in)[0], interpret(p, in)[0]), 1e-6);
+}
+
+// Costs that answer only the kernels prepare() was given, each known by its primitives in the order
+// its graph holds them (as the measured costs key a kernel by the code written for it).
+class PreparedOnly : public CostProvider {
+ public:
+  explicit PreparedOnly(CostProvider& inner) : inner_(inner) {}
+  std::string name() const override { return "prepared only"; }
+  void prepare(const Graph& g, const std::vector<KernelCandidate>& c) override {
+    for (const KernelCandidate& k : c) prepared_.insert(key(g, k));
+    inner_.prepare(g, c);
+  }
+  KernelCost cost(const Graph& g, const KernelCandidate& c) override {
+    if (!prepared_.count(key(g, c)))
+      return KernelCost::infeasible("not measured (prepare() was not given this kernel)");
+    return inner_.cost(g, c);
+  }
+
+ private:
+  static std::string key(const Graph& g, const KernelCandidate& c) {
+    std::string k;
+    for (NodeId n : c.nodes) k += g.nodes[static_cast<size_t>(n)].name + ";";
+    return k;
+  }
+  CostProvider& inner_;
+  std::set<std::string> prepared_;
+};
+
+// Every kernel of the plan on the rewritten graph was given to the provider on that graph, so its
+// callers can price P*'s own kernels afterwards (the closed loop's isolated costs were infinite for
+// kernels whose primitives the rewritten graph holds in another order than the variant that priced
+// them).
+TEST(RewriteChoice, TheProviderIsPreparedWithTheRewrittenGraphsKernels) {
+  const Graph p = primitives_of("tiny_transformer");
+  AnalyticCost inner(cpu_spec());
+  PreparedOnly cost(inner);
+  OrchestrateOptions o;
+  o.rewrite_choices = true;
+  const RewriteChoiceResult r = orchestrate_with_rewrites(p, cost, o);
+  ASSERT_FALSE(r.result.rewrites.chosen.empty()) << "no site chosen: the test would see only P";
+  for (const PlannedKernel& k : r.result.plan.kernels) {
+    const KernelCandidate& c = r.result.candidates.candidates.at(static_cast<size_t>(k.candidate));
+    EXPECT_TRUE(cost.cost(r.graph, c).feasible()) << k.cost_note;
+  }
 }
 
 }  // namespace
