@@ -49,6 +49,7 @@ std::vector<Alternative> find_alternatives(const Graph& g) {
   UseInfo uses(g);
   std::vector<AlternativeFamily> fams = attention_alternative_families();
   for (const AlternativeFamily& f : sparse_matmul_alternative_families()) fams.push_back(f);
+  for (const AlternativeFamily& f : matvec_alternative_families()) fams.push_back(f);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.outputs.empty() || n.outputs[0] == kNoValue) continue;

@@ -77,5 +77,7 @@ struct AlternativeFamily {
 const std::vector<AlternativeFamily>& attention_alternative_families();
 // sparse_matmul.cc
 const std::vector<AlternativeFamily>& sparse_matmul_alternative_families();
+// matvec_as_reduce.cc
+const std::vector<AlternativeFamily>& matvec_alternative_families();
 
 }  // namespace korch

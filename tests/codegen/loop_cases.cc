@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <functional>
 
 namespace korch::testing {
@@ -361,6 +362,26 @@ std::vector<LoopCase> chain_cases() {
     ValueId e = b.node("Exp", {d});
     ValueId sum = b.reduce("ReduceSum", e, {-1});
     cs.push_back(whole_graph_case("exp_sum_div_of_an_argument", b.finish({b.node("Div", {e, expand_to(b, sum, s)})})));
+  }
+  {  // A squeeze-and-excitation block with its 1x1 Convs as matvec_as_reduce writes them (Mul by the
+     // weights, output axis first, and a ReduceSum over the innermost axis), on a channels-last map.
+    GraphBuilder b;
+    const Shape s{1, 5, 7, 24};
+    ValueId x = b.f32("x", s);
+    auto weights = [&](int64_t rows, int64_t cols, float phase) {
+      std::vector<float> w(static_cast<size_t>(rows * cols));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.4f * std::sin(0.7f * static_cast<float>(i) + phase);
+      return b.constant(Tensor::from_vector<float>(w, {rows, cols}));
+    };
+    auto matvec = [&](ValueId v, int64_t k, int64_t n, float phase) {
+      ValueId row = b.node("Reshape", {v, b.ints({1, k})});
+      ValueId prod = b.node("Mul", {b.node("Expand", {row, b.ints({n, k})}), weights(n, k, phase)});
+      return b.node("Reshape", {b.reduce("ReduceSum", prod, {1}), b.ints({1, 1, 1, n})});
+    };
+    ValueId mean = b.reduce("ReduceMean", x, {1, 2});
+    ValueId h = b.node("Relu", {b.node("Add", {matvec(mean, 24, 6, 0.f), b.scalar(0.1f)})});
+    ValueId gate = b.node("Sigmoid", {matvec(h, 6, 24, 1.f)});
+    cs.push_back(whole_graph_case("squeeze_excite_as_reduce", b.finish({b.node("Mul", {x, expand_to(b, gate, s)})})));
   }
   {  // Two outputs read the exp written ahead into the first: both before either is stored.
     GraphBuilder b;

@@ -7,11 +7,6 @@ namespace {
 
 using namespace korch::testing;
 
-int count_ops(const Graph& g, const std::string& op) {
-  return static_cast<int>(
-      std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op_type == op; }));
-}
-
 // Resize(x, scales) in `mode`, fissioned: one MatMul per resized axis.
 Graph resized(Shape x, std::vector<float> scales, const std::string& mode) {
   GraphBuilder b;
@@ -24,16 +19,16 @@ Graph resized(Shape x, std::vector<float> scales, const std::string& mode) {
 
 TEST(SparseMatmulAsGathers, BilinearUpsamplingOfBothAxes) {
   const Graph g = resized({1, 3, 8, 6}, {1, 1, 2, 2.5f}, "linear");
-  ASSERT_EQ(count_ops(g, "MatMul"), 2);
+  ASSERT_EQ(count_op(g, "MatMul"), 2);
   const std::vector<Alternative> alts = of_rule(g, "sparse_matmul_as_gathers");
   ASSERT_EQ(alts.size(), 2u);  // the height axis (left form) and the width axis (right form)
   for (const Alternative& a : alts) {
     const Graph r = apply_checked(g, a);
-    EXPECT_EQ(count_ops(r, "MatMul"), 1);
-    EXPECT_EQ(count_ops(r, "Gather"), 2) << a.description;  // two taps of a linear interpolation
+    EXPECT_EQ(count_op(r, "MatMul"), 1);
+    EXPECT_EQ(count_op(r, "Gather"), 2) << a.description;  // two taps of a linear interpolation
     // whose weights add up to 1: g1 + (g0 - g1) * w0, one broadcast weight
-    EXPECT_EQ(count_ops(r, "Expand") - count_ops(g, "Expand"), 1) << a.description;
-    EXPECT_EQ(count_ops(r, "Sub") - count_ops(g, "Sub"), 1) << a.description;
+    EXPECT_EQ(count_op(r, "Expand") - count_op(g, "Expand"), 1) << a.description;
+    EXPECT_EQ(count_op(r, "Sub") - count_op(g, "Sub"), 1) << a.description;
     EXPECT_NE(a.description.find("2 taps"), std::string::npos) << a.description;
     EXPECT_NE(a.description.find("interpolated"), std::string::npos) << a.description;
   }
@@ -41,7 +36,7 @@ TEST(SparseMatmulAsGathers, BilinearUpsamplingOfBothAxes) {
   Graph both = g;
   alts[0].apply(both);
   alts[1].apply(both);
-  EXPECT_EQ(count_ops(both, "MatMul"), 0);
+  EXPECT_EQ(count_op(both, "MatMul"), 0);
   std::vector<Tensor> in = random_inputs(g, 5);
   EXPECT_LE(rel_l2(interpret(both, in)[0], interpret(g, in)[0]), 1e-6);
 }
@@ -51,8 +46,8 @@ TEST(SparseMatmulAsGathers, CubicTakesFourTaps) {
   const std::vector<Alternative> alts = of_rule(g, "sparse_matmul_as_gathers");
   ASSERT_EQ(alts.size(), 1u);
   const Graph r = apply_checked(g, alts[0]);
-  EXPECT_EQ(count_ops(r, "Gather"), 4);
-  EXPECT_EQ(count_ops(r, "Expand") - count_ops(g, "Expand"), 4);  // a weight per tap
+  EXPECT_EQ(count_op(r, "Gather"), 4);
+  EXPECT_EQ(count_op(r, "Expand") - count_op(g, "Expand"), 4);  // a weight per tap
 }
 
 // A column with fewer nonzeros than the others gathers its last row again with weight 0; an all-
@@ -68,8 +63,8 @@ TEST(SparseMatmulAsGathers, ColumnsWithFewerTapsAndEmptyColumns) {
   const std::vector<Alternative> alts = of_rule(b.g, "sparse_matmul_as_gathers");
   ASSERT_EQ(alts.size(), 1u);
   const Graph r = apply_checked(b.g, alts[0], 1e-6);
-  EXPECT_EQ(count_ops(r, "Gather"), 3);
-  EXPECT_EQ(count_ops(r, "Expand"), 3);  // weights that do not add up to 1: scaled and added
+  EXPECT_EQ(count_op(r, "Gather"), 3);
+  EXPECT_EQ(count_op(r, "Expand"), 3);  // weights that do not add up to 1: scaled and added
 }
 
 TEST(SparseMatmulAsGathers, DenseOrVariableOperandsAreNotOffered) {
