@@ -72,8 +72,8 @@ Command add_fission(CLI::App& app) {
       std::vector<std::string> rules;
       for (const std::string& r : o->apply) {
         if (r != "all") { rules.push_back(r); continue; }
-        for (const char* x : {"reduce_sum_as_matmul", "scale_after_matmul", "transpose_into_einsum", "transpose_of_matmul",
-                              "merge_matmuls", "sparse_matmul_as_gathers"})
+        for (const char* x : {"reduce_sum_as_matmul", "scale_after_matmul", "transpose_into_einsum",
+                              "transpose_of_matmul", "merge_matmuls", "sparse_matmul_as_gathers", "matvec_as_reduce"})
           rules.push_back(x);
       }
       std::map<std::string, int> applied;

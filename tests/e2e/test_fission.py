@@ -91,8 +91,10 @@ def test_fission_preserves_function_extra(name):
 
 
 # The rewrite alternatives (reduce-sum as MatMul, scales across MatMul, transposes into Einsum,
-# MatMul merges...) are the orchestrator's to choose; applying every one must keep the function too.
-@pytest.mark.parametrize("name", ["transformer_encoder", "text_encoder", pytest.param("segformer_b0", marks=pytest.mark.slow),
+# MatMul merges, squeeze-and-excitation Convs as reductions...) are the orchestrator's to choose;
+# applying every one must keep the function too.
+@pytest.mark.parametrize("name", ["transformer_encoder", "text_encoder", "mobilenet_v3_small",
+                                  pytest.param("segformer_b0", marks=pytest.mark.slow),
                                   pytest.param("vit_b_16", marks=pytest.mark.slow),
                                   pytest.param("googlenet", marks=pytest.mark.slow)])
 def test_alternatives_preserve_function(name):
