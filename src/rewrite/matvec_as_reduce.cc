@@ -1,5 +1,5 @@
 // Rewrite alternative "matvec_as_reduce": a linear primitive that multiplies one vector by a small
-// constant matrix, as an elementwise Mul with that matrix and a ReduceSum over its rows.
+// constant matrix, as an elementwise Mul with that matrix and a ReduceSum along its rows.
 //
 // Why: a squeeze-and-excitation block (MobileNetV3, EfficientNet, RegNetY) applies two 1x1 Convs
 // to the [1, C, 1, 1] channel means: matrix-vector products of a few thousand multiply-adds. As
@@ -58,12 +58,12 @@ std::optional<AltMatch> match_matvec(const Graph& g, const UseInfo&, NodeId id) 
     for (int64_t j = 0; j < outs; ++j)
       for (int64_t i = 0; i < k; ++i) d[j * k + i] = conv ? s[j * k + i] : s[i * outs + j];
   });
-  m.rewrite = [x, y, k, outs, xt, yt, wt = std::move(wt)](Graph& h) mutable {
+  m.rewrite = [x, y, k, outs, xt, yt, wt = std::move(wt)](Graph& h) {
     Rewriter rw(h);
     ValueId row = x;
     if (xt.shape != Shape{1, k}) row = rw.append_node("Reshape", {x, rw.int_list({1, k})})[0];
     const ValueId rows = rw.append_node("Expand", {row, rw.int_list({outs, k})})[0];
-    const ValueId weights = rw.add_constant("matvec/weights", std::move(wt));
+    const ValueId weights = rw.add_constant("matvec/weights", wt);
     const ValueId products = rw.append_node("Mul", {rows, weights})[0];
     Attributes a;
     a.set("keepdims", int64_t{1});
