@@ -194,7 +194,7 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     const LoopReport& l = r.loop;
     fmt::print("  closed loop: {} rounds (departing kernels per round:", l.rounds.size());
     for (const auto& x : l.rounds) fmt::print(" {}", x.departures);
-    fmt::print("), kept round {}{}{}\n", l.kept,
+    fmt::print("), kept round {}{}{}{}\n", l.kept, l.isolated_plan ? " (the plan of the isolated costs alone)" : "",
                l.loaded ? fmt::format("; {} in-model costs from the database", l.loaded) : "",
                l.left_slow ? fmt::format(" ({} more left out: taken while the machine ran slow)", l.left_slow) : "");
     int noisy = 0;
@@ -362,6 +362,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
     j["closed_loop"] = {{"rounds", loop_rounds_json(l)},
                         {"kept_round", l.kept},
                         {"earlier_plan", l.earlier_plan},
+                        {"isolated_plan", l.isolated_plan},
                         {"loaded", l.loaded},
                         {"predicted_s", l.predicted},
                         {"measured_s", l.measured},

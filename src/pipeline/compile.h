@@ -73,6 +73,9 @@ struct CompileOptions {
   bool verify = true;               // step 7
   bool close_loop = true;           // step 8 (false: isolated costs alone)
   int loop_rounds = 3;
+  // The closed loop starts a third round (or later), or solves and runs the plan of the isolated
+  // costs alone after its rounds, only within this many seconds (warm compiles under 30 s: issue 11).
+  double loop_budget_s = 15;
   int loop_runs = 5;                // least timed runs of the model per round (at least 1 s of them)
   double loop_max_spread = 0.15;    // a run whose spread is wider is taken again once, then marked noisy
   double loop_max_drift = kMaxDrift;  // a run that drifts more (LoopReport::Round::drift) is taken again once,
@@ -118,6 +121,7 @@ struct LoopReport {
   double kept_pace = 0;           // the machine's pace while its run was taken (profile/pace.h; 0 unknown)
   double to_whole_runs = 1;       // its whole runs' median over its kernels' medians, applied to their times
   bool earlier_plan = false;      // it is an earlier compile's plan, which ran faster again
+  bool isolated_plan = false;     // it is the plan of the isolated costs alone, run after the rounds and faster
   double predicted = 0, measured = 0;
   double unfused_isolated = 0;
   // The unfused plan and the kept plan timed side by side (run_side_by_side, in every compile): the

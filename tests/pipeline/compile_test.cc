@@ -727,6 +727,64 @@ TEST_F(CompileModel, AnEarlierBestThatIsTheKeptPlanIsNotRunAgain) {
   fs::remove(o.measured.db_path);
 }
 
+// The loop times only the kernels its plans choose, so a kernel whose stored in-model time is far
+// too high would never run again. The plan of the isolated costs alone runs once after the rounds
+// when no round ran it (its kernels' times are stored as a round's are); when a round ran it (the
+// first compile: nothing stored yet), it does not run again.
+TEST_F(CompileModel, ThePlanOfTheIsolatedCostsRunsWhenNoRoundRanIt) {
+  const Graph g = load_onnx_bytes(builtin_model_bytes("tiny_convnet"), "tiny_convnet.onnx");
+  CompileOptions o;
+  o.model_name = "tiny_convnet";
+  o.measured.db_path = dir_.string() + ".db";
+  o.loop_max_spread = 1e9;  // the loop's mechanics, not its noise and drift checks
+  o.loop_max_drift = 1e9;
+  o.micro_batch = "off";
+  o.loop_rounds = 1;
+  const CompileResult first = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(first.loop.ran);
+  EXPECT_EQ(first.loop.rounds.size(), 1u);  // its round 1 ran the plan of the isolated costs
+  // A fused kernel of it made to look 1000 times slower in the model: round 1 avoids it. The
+  // model's best plan (that same plan, run again when it beat round 1 by more than noise) is
+  // forgotten.
+  const auto& kernels = first.orchestration.plan.kernels;
+  const auto fused =
+      std::find_if(kernels.begin(), kernels.end(), [](const PlannedKernel& k) { return k.nodes.size() >= 2; });
+  ASSERT_NE(fused, kernels.end());
+  scale_in_model_records(o.measured.db_path, 1000,
+                         fmt::format(" AND note LIKE '%: step {} of %'", fused - kernels.begin()));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(o.measured.db_path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "DELETE FROM records WHERE device LIKE '%+in-model' AND note LIKE '%,%'", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  std::vector<std::string> lines;
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  const auto contender_ran = [&] {
+    return std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+      return line.find("the plan of the isolated costs alone") != std::string::npos;
+    });
+  };
+  // Not beyond the loop's time budget.
+  o.loop_budget_s = 0;
+  EXPECT_EQ(compile_model(g, dir_.string(), o).loop.rounds.size(), 1u);
+  EXPECT_FALSE(contender_ran());
+  o.loop_budget_s = CompileOptions{}.loop_budget_s;
+  const CompileResult again = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(again.loop.ran);
+  // Round 1, maybe the best plan the compile before stored, then the plan of the isolated costs.
+  EXPECT_GE(again.loop.rounds.size(), 2u);
+  EXPECT_TRUE(contender_ran());
+  expect_runs_like_the_reference(g, false);
+  // Once per plan: the next compile finds the same plan of the isolated costs and trusts the times
+  // its run stored.
+  lines.clear();
+  compile_model(g, dir_.string(), o);
+  EXPECT_FALSE(contender_ran());
+  fs::remove(o.measured.db_path);
+}
+
 // The closed loop's runs: the per-kernel clock's cost is measured, and one set of runs serves
 // for both the whole-run and the per-kernel times only where those clock reads are under 0.1% of
 // a run (a few long kernels), not on a model of microseconds.
