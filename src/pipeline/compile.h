@@ -18,8 +18,11 @@
 //     8. close the loop           measured costs: run the plan in the model (profile/in_model.h),
 //                                 its kernels' in-model times replace their isolated costs; while
 //                                 some kernel departed by more than 10%, solve again (3-6, 8) until
-//                                 the plan repeats (a few rounds at most); keep the fastest plan the
-//                                 loop ran; time it beside the unfused baseline (alternating runs)
+//                                 the plan repeats (a few rounds at most, within a time budget);
+//                                 then an earlier compile's best plan and the plan of the isolated
+//                                 costs alone, when no round ran them, run too; keep the fastest
+//                                 plan the loop ran; time it beside the unfused baseline
+//                                 (alternating runs)
 //     9. micro-batches            a model with a batch of N > 1 independent samples is compiled again
 //                                 at batch k (steps 1-8); N / k runs of that plan are timed beside
 //                                 the batch-N plan (alternating runs) and the faster is the artifact
