@@ -352,7 +352,8 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
                                  [&](const Round& x) { return kernel_sets(x.graph, x.orchestration.plan) == sets; });
     const std::string tried = instances_of(alone.graph, alone.result);
     const std::optional<TuningRecord> last = in_model.whole("isolated plan");
-    if (!ran && !(last && last->note == tried)) {
+    // (A run taken while the machine ran slow does not count: its times are left out at its pace.)
+    if (!ran && !(last && last->note == tried && !pace.is_slow(last->pace))) {
       r.primitives = std::move(alone.graph);  // (p is r.primitives)
       r.orchestration = std::move(alone.result);
       r.kernels = emit_plan(p, backend, r.orchestration);
