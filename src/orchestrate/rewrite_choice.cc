@@ -215,24 +215,15 @@ KernelCandidate translate(const Graph& g, const KernelCandidate& c, const std::u
 // two nodes of one name (a graph parsed from text, a model's batch-1 split) gets names first, else
 // their nodes would merge in the union graph and leave a region without candidates.
 std::optional<Graph> with_unique_node_names(const Graph& p) {
-  std::set<std::string> names;
-  bool unique = true;
-  for (const Node& n : p.nodes) unique = unique && !n.name.empty() && names.insert(n.name).second;
-  if (unique) return std::nullopt;
-  for (const Node& n : p.nodes) names.insert(n.name);
-  Graph g = p;
   std::set<std::string> taken;
-  int counter = 0;
-  for (Node& n : g.nodes) {
-    if (!n.name.empty() && taken.insert(n.name).second) continue;
-    std::string fresh;
-    do {
-      fresh = fmt::format("{}#{}", n.name.empty() ? n.op_type : n.name, counter++);
-    } while (names.count(fresh) != 0);
-    names.insert(fresh);
-    taken.insert(fresh);
-    n.name = fresh;
-  }
+  bool unique = true;
+  for (const Node& n : p.nodes) unique = unique && !n.name.empty() && taken.insert(n.name).second;
+  if (unique) return std::nullopt;
+  Graph g = p;
+  Rewriter rw(g);  // its fresh names are new to every value and node of g
+  taken.clear();
+  for (Node& n : g.nodes)
+    if (n.name.empty() || !taken.insert(n.name).second) n.name = rw.fresh_name(n.name.empty() ? n.op_type : n.name);
   return g;
 }
 

@@ -117,6 +117,19 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     return run;
   };
   const auto step_note = [&](size_t i, size_t n) { return fmt::format("{}: step {} of {}", o.model_name, i, n); };
+  // Every kernel of the plan in `r` keeps its in-model time from `run` (not only those that depart),
+  // so the plan's predicted latency is the sum of what its kernels took in the run.
+  const auto record_kernel_times = [&](const InModelRun& run) {
+    const size_t n = r.orchestration.plan.kernels.size();
+    for (size_t i = 0; i < n && i < run.step_seconds.size(); ++i)
+      in_model.record(p, candidate_of(r, i), run.step_seconds[i], step_note(i, n));
+  };
+  // The plan in `r` emitted, written to `dir` and run there.
+  const auto run_here = [&] {
+    r.kernels = emit_plan(p, backend, r.orchestration);
+    r.memory = write_artifact_files(dir, p, backend, r, o);
+    return run_at_pace();
+  };
   const auto t_loop = Clock::now();
   r.loop.ran = true;
   r.loop.loaded = in_model.loaded();
@@ -170,11 +183,10 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
         ++departures;
         departed += std::abs(m - drift * cost);
       }
-      // Every kernel of the plan keeps its in-model time (not only those that depart), so the
-      // plan's predicted latency is the sum of what its kernels took in the run; not from a run
-      // that stayed noisy after its re-takes (a busy machine's times would steer later plans).
-      if (!run.noisy && !drifted) in_model.record(p, candidate_of(r, i), m, step_note(i, n));
     }
+    // Not from a run that stayed noisy after its re-takes (a busy machine's times would steer later
+    // plans).
+    if (!run.noisy && !drifted) record_kernel_times(run);
     r.loop.rounds.push_back({predicted, run.end_to_end, departures, run.spread, run.noisy, drift, drifted, refreshed});
     say(fmt::format(
         "closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%{}; "
@@ -325,9 +337,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
       }
       r.orchestration.plan = make_plan(p, cands, sr.order, seconds, notes);
       verify_plan(p, r.orchestration.plan);
-      r.kernels = emit_plan(p, backend, r.orchestration);
-      r.memory = write_artifact_files(dir, p, backend, r, o);
-      InModelRun again = run_at_pace();
+      InModelRun again = run_here();
       say(fmt::format("closed loop: an earlier compile's plan measured {:.1f} us then, {:.1f} us now",
                       stored->seconds * 1e6, again.end_to_end * 1e6));
       r.loop.earlier_plan = challenge(std::move(again), true, "the earlier plan");
@@ -356,13 +366,11 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     if (!ran && !(last && last->note == tried && !pace.is_slow(last->pace))) {
       r.primitives = std::move(alone.graph);  // (p is r.primitives)
       r.orchestration = std::move(alone.result);
-      r.kernels = emit_plan(p, backend, r.orchestration);
-      r.memory = write_artifact_files(dir, p, backend, r, o);
-      InModelRun again = run_at_pace();
-      const size_t n = r.orchestration.plan.kernels.size();
-      for (size_t i = 0; !again.noisy && i < n && i < again.step_seconds.size(); ++i)
-        in_model.record(p, candidate_of(r, i), again.step_seconds[i], step_note(i, n));
-      if (!again.noisy) in_model.record_whole("isolated plan", again.end_to_end, tried);
+      InModelRun again = run_here();
+      if (!again.noisy) {
+        record_kernel_times(again);
+        in_model.record_whole("isolated plan", again.end_to_end, tried);
+      }
       say(fmt::format("closed loop: the plan of the isolated costs alone (predicted {:.1f} us) ran {:.1f} us{}",
                       r.orchestration.plan.total_seconds() * 1e6, again.end_to_end * 1e6, run_noise(again)));
       const bool quiet = !again.noisy;
