@@ -1,6 +1,7 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <atomic>
 #include <queue>
 
 namespace korch {
@@ -54,6 +55,11 @@ const Tensor* Attributes::get_tensor(const std::string& name) const {
 }
 
 bool Attributes::operator==(const Attributes& o) const { return map_ == o.map_; }
+
+uint64_t GraphInstance::next() {
+  static std::atomic<uint64_t> counter{0};
+  return ++counter;
+}
 
 ValueId Graph::add_value(std::string n, TensorType type) {
   values.push_back(Value{std::move(n), std::move(type), -1, nullptr});

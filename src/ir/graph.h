@@ -9,6 +9,7 @@
 // (initializer or folded; producer == -1, constant != nullptr), or a node output.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -67,8 +68,27 @@ struct Node {
   Attributes attrs;
 };
 
+// A number no other Graph object of this process has had: a copy, a move or an assignment
+// draws a new one. A cache keyed by it (profile/measured_cost.cc) cannot take another graph, made
+// at the address of a freed one, for the graph it saw.
+class GraphInstance {
+ public:
+  GraphInstance() : id_(next()) {}
+  GraphInstance(const GraphInstance&) : id_(next()) {}
+  GraphInstance& operator=(const GraphInstance&) {
+    id_ = next();
+    return *this;
+  }
+  uint64_t id() const { return id_; }
+
+ private:
+  static uint64_t next();
+  uint64_t id_;
+};
+
 class Graph {
  public:
+  GraphInstance instance;
   std::string name = "main";
   int opset = 17;  // default-domain opset the op semantics follow
   std::vector<Value> values;

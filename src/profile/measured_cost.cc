@@ -128,6 +128,8 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   stats_ = {};
   stats_.candidates = static_cast<int64_t>(candidates.size());
   base_ = candidates.data();
+  graph_instance_ = g.instance.id();
+  prepared_ = candidates;
   hash_of_.assign(candidates.size(), "");
 
   // 1-2. Signatures, then the database.
@@ -531,9 +533,11 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
 KernelCost MeasuredCost::cost(const Graph& g, const KernelCandidate& c) {
   if (written_in_place(g, c)) return in_place_cost();
   std::string hash;
-  if (base_ && &c >= base_ && &c < base_ + hash_of_.size()) hash = hash_of_[static_cast<size_t>(&c - base_)];
-  else
-    hash = hash_of(g, c);
+  if (base_ && g.instance.id() == graph_instance_ && &c >= base_ && &c < base_ + hash_of_.size()) {
+    const size_t i = static_cast<size_t>(&c - base_);
+    if (c.nodes == prepared_[i].nodes && c.outputs == prepared_[i].outputs) hash = hash_of_[i];
+  }
+  if (hash.empty()) hash = hash_of(g, c);
   auto it = by_hash_.find(hash);
   if (it == by_hash_.end()) return KernelCost::infeasible("not measured (prepare() was not given this kernel)");
   return it->second;

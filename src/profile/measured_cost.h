@@ -113,7 +113,12 @@ class MeasuredCost : public CostProvider {
   MeasuredCostStats stats_;    // this prepare()'s
   MeasuredCostStats earlier_;  // the earlier ones', summed
   std::map<std::string, KernelCost> by_hash_;
-  const KernelCandidate* base_ = nullptr;  // the list prepare() saw, to map cost() calls back
+  // The last prepare()'s candidates and their signature hashes, so that cost() need not hash a
+  // candidate again. It looks one up by address, and trusts the hash only for the same graph
+  // object (GraphInstance) and a candidate that still holds the nodes and outputs it held.
+  const KernelCandidate* base_ = nullptr;
+  uint64_t graph_instance_ = 0;
+  std::vector<KernelCandidate> prepared_;
   std::vector<std::string> hash_of_;
   std::map<std::string, int> generator_of_;  // hash -> the generator version its record is keyed by
 };

@@ -1,9 +1,9 @@
 // Broadcast sinking: an elementwise primitive whose (non-scalar) operands are all Expands of
 // same-shaped sources computes on the sources and is expanded once afterwards.
 //
-//   a[C,1] -Expand-> [C,HW] \
-//                             Mul -> [C,HW]     ==>    Mul(a, b) [C,1] -Expand-> [C,HW]
-//   b[C,1] -Expand-> [C,HW] /
+//   a[C,1] -Expand-> [C,HW] --.
+//                              Mul -> [C,HW]    ==>    Mul(a, b) [C,1] -Expand-> [C,HW]
+//   b[C,1] -Expand-> [C,HW] --'
 //
 // Never loses: each Expand it removes had this node as its only consumer, so k Expands and one
 // full-size elementwise op become one small op and one Expand. Scalar constants stay operands.

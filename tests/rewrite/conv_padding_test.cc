@@ -58,8 +58,11 @@ TEST(RewriteConvPadding, ExplicitAsymmetricPadsKeepTheSharedPartOnTheConv) {
   Graph out = expect_rewrite_equivalent(b.g, symmetric_pads(&changed), true, 0);
   EXPECT_EQ(changed, 2);
   expect_symmetric(out);
-  for (const Node& n : out.nodes)
-    if (n.op_type == "Conv" && n.attrs.get_ints("pads").size() == 2) EXPECT_EQ(n.attrs.get_ints("pads"), (std::vector<int64_t>{1, 1}));
+  for (const Node& n : out.nodes) {
+    if (n.op_type == "Conv" && n.attrs.get_ints("pads").size() == 2) {
+      EXPECT_EQ(n.attrs.get_ints("pads"), (std::vector<int64_t>{1, 1}));
+    }
+  }
 }
 
 TEST(RewriteConvPadding, SymmetricPaddingIsLeftAlone) {

@@ -1,0 +1,80 @@
+// MeasuredCost::cost finds a candidate's signature hash from prepare() without hashing it again,
+// by the candidate's address. That shortcut must never price another kernel: a candidate changed
+// in place, or the same list asked about another graph, is hashed afresh.
+#include "profile/measured_cost.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "codegen/cpu/cpu_backend.h"
+#include "fission/fission.h"
+#include "ir/text_format.h"
+#include "orchestrate/kernel_candidate.h"
+#include "temp_dir.h"
+
+namespace korch {
+namespace {
+
+MeasuredCostOptions quick(const std::filesystem::path& db) {
+  MeasuredCostOptions o;
+  o.db_path = db.string();
+  o.progress = false;
+  o.measure.warmup_seconds = 0;
+  o.measure.min_reps = 3;
+  o.measure.min_seconds = 0;
+  o.measure.max_seconds = 0.02;
+  o.measure.max_remeasures = 0;
+  return o;
+}
+
+// The one-node candidate of p whose node has op type `op`.
+size_t single(const Graph& p, const std::vector<KernelCandidate>& cands, const std::string& op) {
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (cands[i].nodes.size() == 1 && p.nodes[static_cast<size_t>(cands[i].nodes[0])].op_type == op) return i;
+  ADD_FAILURE() << "no candidate of " << op << " alone";
+  return 0;
+}
+
+TEST(MeasuredCostLookup, ACandidateIsPricedAsWhatItHoldsNowAndForTheGraphAsked) {
+  korch::testing::TempDir dir("korch_measured_cost");
+  const Graph p = fission(parse_graph(R"(graph t (opset 17) {
+  input x: f32[64,64]
+  input y: f32[64,64]
+  %a: f32[64,64] = Exp(x)
+  %b: f32[64,64] = MatMul(a, y)
+  output b
+})"));
+  cpu::CpuBackend backend(1);
+  CandidateOptions co;
+  co.rules = backend.fusion_rules();
+  std::vector<KernelCandidate> cands = enumerate_candidates(p, co).candidates;
+  const size_t exp = single(p, cands, "Exp"), matmul = single(p, cands, "MatMul");
+  ASSERT_NE(exp, matmul);
+
+  MeasuredCost costs(backend, quick(dir.path() / "tuning.db"));
+  costs.prepare(p, cands);
+  const KernelCost exp_cost = costs.cost(p, cands[exp]), matmul_cost = costs.cost(p, cands[matmul]);
+  ASSERT_TRUE(exp_cost.feasible()) << exp_cost.reason;
+  ASSERT_TRUE(matmul_cost.feasible()) << matmul_cost.reason;
+  ASSERT_NE(exp_cost.seconds, matmul_cost.seconds);
+
+  // The Exp's slot now holds the MatMul (as a new list over a freed one would): the MatMul's cost.
+  const std::vector<KernelCandidate> prepared = cands;
+  cands[exp] = prepared[matmul];
+  EXPECT_EQ(costs.cost(p, cands[exp]).seconds, matmul_cost.seconds);
+  EXPECT_EQ(costs.cost(p, cands[exp]).reason, matmul_cost.reason);
+  cands = prepared;
+
+  // A copy of the graph whose Exp became a Tanh: its kernel was never measured.
+  Graph q = p;
+  q.nodes[static_cast<size_t>(cands[exp].nodes[0])].op_type = "Tanh";
+  EXPECT_FALSE(costs.cost(q, cands[exp]).feasible());
+  // The copy as it was prices like the original (hashed afresh, same signature).
+  Graph same = p;
+  EXPECT_EQ(costs.cost(same, cands[exp]).seconds, exp_cost.seconds);
+}
+
+}  // namespace
+}  // namespace korch
