@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
 #include "ir/dtype.h"
+#include "support/error.h"
 
 namespace korch {
 
@@ -45,6 +47,13 @@ std::string attr_text(const AttrValue& a) {
       a);
 }
 
+// A baked constant in a signature: its type and the hash of its bytes.
+std::string baked_ref(const Graph& g, ValueId v) {
+  const Value& val = g.value(v);
+  std::string bytes(reinterpret_cast<const char*>(val.constant->raw()), val.constant->nbytes());
+  return fmt::format("k{}:{}", type_str(val.type), content_hash(bytes));
+}
+
 }  // namespace
 
 std::string kernel_signature(const Graph& g, const KernelCandidate& c) {
@@ -54,8 +63,7 @@ std::string kernel_signature(const Graph& g, const KernelCandidate& c) {
   for (ValueId v : c.inputs) {
     const Value& val = g.value(v);
     if (is_baked_constant(g, v)) {
-      std::string bytes(reinterpret_cast<const char*>(val.constant->raw()), val.constant->nbytes());
-      ref[v] = fmt::format("k{}:{}", type_str(val.type), content_hash(bytes));
+      ref[v] = baked_ref(g, v);
     } else {
       ref[v] = fmt::format("a{}", arg++);
       s << ref[v] << ":" << type_str(val.type) << ";";
@@ -82,6 +90,73 @@ std::string kernel_signature(const Graph& g, const KernelCandidate& c) {
   s << "out:";
   for (ValueId v : c.outputs) s << ref.at(v) << ",";
   return s.str();
+}
+
+std::string kernel_cost_signature(const Graph& g, const KernelCandidate& c) {
+  const size_t n = c.nodes.size();
+  std::map<NodeId, size_t> local;  // node -> position in c.nodes
+  for (size_t i = 0; i < n; ++i) local.emplace(c.nodes[i], i);
+  auto inside = [&](ValueId v) {
+    const NodeId p = g.value(v).producer;
+    return p >= 0 && local.count(p) != 0;
+  };
+  std::vector<int> waiting(n, 0);  // inputs from nodes inside not yet placed
+  for (size_t i = 0; i < n; ++i)
+    for (ValueId in : g.nodes[static_cast<size_t>(c.nodes[i])].inputs) waiting[i] += in != kNoValue && inside(in);
+  std::map<ValueId, std::string> ref;  // outputs of placed nodes -> their canonical reference
+  auto key_of = [&](size_t i) {
+    const Node& node = g.nodes[static_cast<size_t>(c.nodes[i])];
+    std::string k = node.domain + ":" + node.op_type + "(";
+    for (ValueId in : node.inputs) {
+      if (in == kNoValue)
+        k += "_";
+      else if (inside(in))
+        k += ref.at(in);
+      else if (is_baked_constant(g, in))
+        k += baked_ref(g, in);
+      else
+        k += "x" + type_str(g.type(in));
+      k += ",";
+    }
+    k += "){";
+    for (const auto& [name, a] : node.attrs.all()) k += name + "=" + attr_text(a) + ";";
+    k += "}->";
+    for (ValueId out : node.outputs) k += (out == kNoValue ? std::string("_") : type_str(g.type(out))) + ",";
+    return k;
+  };
+  std::vector<std::pair<std::string, size_t>> ready;  // (key, position in c.nodes)
+  for (size_t i = 0; i < n; ++i)
+    if (waiting[i] == 0) ready.emplace_back(key_of(i), i);
+  KernelCandidate canon;
+  std::map<ValueId, size_t> placed_by;  // output -> canonical position of its producer
+  while (!ready.empty()) {
+    const auto first = std::min_element(ready.begin(), ready.end());
+    const size_t i = first->second;
+    ready.erase(first);
+    const Node& node = g.nodes[static_cast<size_t>(c.nodes[i])];
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      if (node.outputs[o] == kNoValue) continue;
+      ref[node.outputs[o]] = fmt::format("n{}.{}", canon.nodes.size(), o);
+      placed_by[node.outputs[o]] = canon.nodes.size() * 1024 + o;
+    }
+    canon.nodes.push_back(c.nodes[i]);
+    for (size_t j = 0; j < n; ++j) {
+      if (waiting[j] == 0) continue;
+      for (ValueId in : g.nodes[static_cast<size_t>(c.nodes[j])].inputs)
+        if (in != kNoValue && inside(in) && g.value(in).producer == c.nodes[i]) --waiting[j];
+      if (waiting[j] == 0) ready.emplace_back(key_of(j), j);
+    }
+  }
+  KORCH_CHECK(canon.nodes.size() == n, "kernel_cost_signature: the kernel's nodes form a cycle");
+  for (NodeId id : canon.nodes)
+    for (ValueId in : g.nodes[static_cast<size_t>(id)].inputs)
+      if (in != kNoValue && !inside(in) &&
+          std::find(canon.inputs.begin(), canon.inputs.end(), in) == canon.inputs.end())
+        canon.inputs.push_back(in);
+  canon.outputs = c.outputs;
+  std::sort(canon.outputs.begin(), canon.outputs.end(),
+            [&](ValueId a, ValueId b) { return placed_by.at(a) < placed_by.at(b); });
+  return kernel_signature(g, canon);
 }
 
 Graph kernel_subgraph(const Graph& g, const KernelCandidate& c) {

@@ -1,8 +1,9 @@
 // The canonical signature of a kernel: what it computes, independent of value and node names.
 //
 // Two candidates with the same signature run the same generated code at the same speed, so the
-// signature keys the compiled-kernel cache and the tuning database, and repeated blocks of a model
-// (or of different models) are generated, compiled and measured once.
+// signature keys the compiled-kernel cache and (in its canonical order, kernel_cost_signature) the
+// tuning database, and repeated blocks of a model (or of different models) are generated, compiled
+// and measured once.
 // Constants come in two kinds (one rule for every backend, is_baked_constant):
 //   * baked: scalars and integer tensors up to 4096 elements (Gather indices, Pad amounts) are
 //     part of the generated code; their values are part of the signature;
@@ -31,6 +32,16 @@ std::vector<ValueId> kernel_arg_inputs(const Graph& g, const KernelCandidate& c)
 // op type, attributes, operands (argument #k, baked constant, or output #o of local node #j) and
 // output types, then the outputs in c.outputs order.
 std::string kernel_signature(const Graph& g, const KernelCandidate& c);
+
+// kernel_signature() of c with its nodes in a canonical order: among the nodes whose producers
+// inside the kernel come earlier, the one whose op type, attributes, operands and output types
+// read first (ties: c's order). The inputs follow in order of first use, the outputs in order of
+// their producers. The same primitives written in another order (a rewritten graph sorted again:
+// orchestrate/rewrite_choice.cc) get the same cost signature, though not the same
+// kernel_signature(), whose generated code takes its arguments in another order but runs at the
+// same speed. A kernel with one order only (a chain) keeps its kernel_signature(). Keys the
+// measured costs (profile/measured_cost.h).
+std::string kernel_cost_signature(const Graph& g, const KernelCandidate& c);
 
 // The subgraph of one kernel as a stand-alone graph: argument inputs become graph inputs (in
 // kernel_arg_inputs order), baked constants stay constants, outputs in c.outputs order. What the

@@ -109,7 +109,7 @@ MeasuredCostStats& MeasuredCostStats::operator+=(const MeasuredCostStats& o) {
 }
 
 std::string MeasuredCost::hash_of(const Graph& g, const KernelCandidate& c) const {
-  return content_hash(kernel_signature(g, c) + backend_.step_revision(g, c));
+  return content_hash(kernel_cost_signature(g, c) + backend_.step_revision(g, c));
 }
 
 int MeasuredCost::generator_of(const std::string& hash) const {
