@@ -94,7 +94,11 @@ def main():
         res = json.loads(js.read_text())
         res["model"] = name
         # A micro-batched artifact runs its batch-1 plan once per sample (korch compile --micro-batch).
-        res["micro_batches"] = json.loads((art / "manifest.json").read_text()).get("micro_batches", 1)
+        manifest = json.loads((art / "manifest.json").read_text())
+        res["micro_batches"] = manifest.get("micro_batches", 1)
+        # The warm compile's predicted latency (plan_seconds, per model run) against bench's median.
+        res["predicted_ms"] = manifest["plan_seconds"] * 1e3
+        res["kept_run_pace"] = manifest.get("closed_loop", {}).get("kept_run_pace", 0)
         rows.append({"model": name, "batch": batch, "compile_first_s": times[0], "compile_warm_s": times[1],
                      "kernels": int(kernels.group(1)) if kernels else None,
                      "primitives": int(kernels.group(2)) if kernels else None,
@@ -121,16 +125,19 @@ def main():
         "slow rounds: rounds that began with the machine slower than its best (its pace probe over the fastest the "
         "tuning database has seen above 1.3x: this VM's slow phases, `korch bench`'s pace_by_round).  ",
         "Compile: first = `korch compile` against the tuning database as found"
-        + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.",
+        + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.  ",
+        "predicted: the warm compile's manifest plan_seconds; measured / predicted: korch ms over it; compile's pace: "
+        "the machine's while the closed loop ran the kept plan (manifest closed_loop.kept_run_pace).",
         "",
         "| model | batch | prims | kernels | micro-batches | reorders | korch ms | onnxruntime ms | openvino ms | unfused ms "
-        "| faster peer | vs faster peer | paired by round | fusion gain | slow rounds | compile first s | compile warm s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| faster peer | vs faster peer | paired by round | fusion gain | slow rounds | compile first s | compile warm s "
+        "| predicted ms | measured / predicted | compile's pace |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     speedups, paired_speedups = {}, {}
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | | | | | | |")
             continue
         k, u = r["korch"], r.get("korch_unfused")
         fp = r.get("faster_peer")
@@ -151,7 +158,10 @@ def main():
         lines.append(f"| {r['model']} | {r['batch']} | {r['primitives']} | {r['kernels']} | {r.get('micro_batches', 1)} | "
                      f"{k.get('reorders_per_run', '-')} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
                      f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {pvs} | {gain} | {slow} | "
-                     f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} |")
+                     f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} | "
+                     + (f"{r['predicted_ms']:.2f} | {k['median_ms'] / r['predicted_ms']:.2f} | " if r.get("predicted_ms")
+                        else "- | - | ")
+                     + (f"{r['kept_run_pace']:.2f} |" if r.get("kept_run_pace") else "- |"))
     for batch, sps in speedups.items():
         g = math.exp(sum(math.log(s) for s in sps) / len(sps))
         lines += ["", f"Batch {batch}: geometric mean speedup over the faster peer **{g:.2f}x** over {len(sps)} models "

@@ -73,6 +73,7 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
             {"kept", r.loop.kept},
             {"in_model_records_loaded", r.loop.loaded},
             {"in_model_records_left_slow", r.loop.left_slow},
+            {"in_model_share_of_first_plan", r.loop.warm_share},
             {"unfused_measured_s", r.loop.unfused_measured * runs},
             {"plan_beside_unfused_s", r.loop.plan_beside_unfused * runs}};
     if (r.loop.retaken) {

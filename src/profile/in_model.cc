@@ -199,7 +199,7 @@ void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   for (const auto& [key, r] : found) {
     if (r.status != TuningStatus::kOk) continue;
     if (leave_slow && pace_->is_slow(r.pace)) {
-      ++left_slow_;
+      if (left_out_.insert(instance_of_key.at(key)).second) ++left_slow_;
       continue;
     }
     if (by_instance_.emplace(instance_of_key.at(key), r.seconds).second) ++loaded_;

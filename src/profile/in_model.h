@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,6 +163,11 @@ class InModelCosts : public CostProvider {
   // Records c's in-model time (and stores it). `note` says where it was taken.
   void record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note);
   bool has(const Graph& g, const KernelCandidate& c) const { return by_instance_.count(instance(g, c)) != 0; }
+  // has(), or the database held a record that prepare() left out for its pace.
+  bool stored(const Graph& g, const KernelCandidate& c) const {
+    const std::string inst = instance(g, c);
+    return by_instance_.count(inst) != 0 || left_out_.count(inst) != 0;
+  }
   // A whole plan's in-model time ("best": the fastest plan measured), stored per model like the
   // kernels' (none with redo).
   // `note` keeps what the record needs besides the time (the "best" plan's kernel instances).
@@ -184,6 +190,7 @@ class InModelCosts : public CostProvider {
   std::string model_key_;
   std::function<std::string(const Graph&, const KernelCandidate&)> step_revision_;
   std::map<std::string, double> by_instance_;
+  std::set<std::string> left_out_;  // instances whose records prepare() left out for their pace
   // Per recorded instance: in-model / isolated, for the class scales.
   std::map<std::string, double> ratio_linear_, ratio_loop_;
   mutable double scale_linear_ = 0, scale_loop_ = 0;  // 0: to compute

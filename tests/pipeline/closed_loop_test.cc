@@ -98,6 +98,7 @@ CompileOptions compile_matmul_chain(const Graph& g, const std::string& dir, cons
   CompileResult first = compile_model(g, dir, o);
   EXPECT_TRUE(first.loop.ran);
   EXPECT_EQ(first.loop.rounds.front().drift, 1);  // nothing stored to compare with yet
+  EXPECT_EQ(first.loop.warm_share, 0);
   EXPECT_FALSE(first.loop.rounds.front().drifted);
   EXPECT_GE(first.orchestration.plan.kernels.size(), 8u);
   EXPECT_GT(in_model_sum(db), 0);
@@ -204,6 +205,37 @@ TEST_F(CompileModel, AnEarlierBestThatIsTheKeptPlanIsNotRunAgain) {
   ASSERT_TRUE(again.loop.ran);
   EXPECT_FALSE(again.loop.earlier_plan);
   for (const std::string& line : lines) EXPECT_EQ(line.find("an earlier compile's plan"), std::string::npos) << line;
+  fs::remove(o.measured.db_path);
+}
+
+// A warm compile (stored in-model times priced its first plan) solves again on its round's
+// departures only within the loop's time budget: the round has stored them for the next compile
+// either way. One MatMul's stored time made 100 times too fast departs in round 1.
+TEST_F(CompileModel, AWarmCompileSolvesAgainOnlyWithinTheLoopsBudget) {
+  const Graph g = matmul_chain();
+  CompileOptions o = compile_matmul_chain(g, dir_.string(), dir_.string() + ".db");
+  o.loop_max_drift = 1e9;
+  std::vector<std::string> lines;
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  const auto said = [&](const std::string& what) {
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& line) { return line.find(what) != std::string::npos; });
+  };
+  for (const double budget : {0.0, CompileOptions{}.loop_budget_s}) {
+    scale_in_model_records(o.measured.db_path, 0.01, " AND note LIKE '%: step 0 of %'");
+    o.loop_budget_s = budget;
+    lines.clear();
+    const CompileResult warm = compile_model(g, dir_.string(), o);
+    ASSERT_TRUE(warm.loop.ran);
+    EXPECT_GE(warm.loop.warm_share, kWarmShare);
+    ASSERT_FALSE(warm.loop.rounds.empty());
+    EXPECT_GT(warm.loop.rounds.front().departures, 0);
+    // Within the budget it solves again (one kernel per primitive: to the same plan).
+    EXPECT_EQ(said("closed loop: no round 2"), budget == 0) << budget;
+    EXPECT_EQ(said("the plan repeats an earlier one"), budget > 0) << budget;
+  }
+  EXPECT_EQ(runtime::Executable::load(dir_.string())->manifest().at("closed_loop").at("in_model_share_of_first_plan"),
+            1.0);
   fs::remove(o.measured.db_path);
 }
 

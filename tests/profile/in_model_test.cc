@@ -3,13 +3,13 @@
 // database (a second provider over the same file starts from them).
 #include "profile/in_model.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 
-#include <fmt/format.h>
-
+#include "profile/scripted_device.h"
 #include "temp_dir.h"
 
 namespace korch {
@@ -142,6 +142,39 @@ TEST_F(InModelTest, AStepRevisionKeysItsInstances) {
   EXPECT_EQ(bumped.loaded(), 1);
   EXPECT_TRUE(bumped.has(g_, cs[0]));
   EXPECT_FALSE(bumped.has(g_, cs[1]));
+}
+
+// A record taken while the machine ran slow is left out when it runs at its pace now (the closed
+// loop takes it again), counted once however many graphs prepare() is given, and still known to
+// have been stored (a warm compile's share, LoopReport::warm_share).
+TEST_F(InModelTest, RecordsTakenSlowAreLeftOutAtThePaceButStillCountAsStored) {
+  const std::vector<KernelCandidate> cs = {cand({0}, {10}), cand({1}, {11}), cand({2}, {12})};
+  auto db = TuningDb::open(this->db());
+  PaceOptions po;
+  po.enabled = true;
+  po.other_load = [] { return 0.0; };
+  testing::ScriptedDevice dev({10});  // every probe at the machine's best
+  MachinePace pace(dev, *db, "cpu:test", po);
+  {
+    InModelCosts m(fixed_, this->db(), "cpu:test", 3, "model-a");
+    m.prepare(g_, cs);
+    m.set_run_pace(2.0);  // a slow phase
+    m.record(g_, cs[0], 20e-6, "step 0");
+    m.set_run_pace(1.0);
+    m.record(g_, cs[1], 20e-6, "step 1");
+  }
+  InModelCosts m(fixed_, this->db(), "cpu:test", 3, "model-a");
+  m.use_pace(&pace);
+  m.prepare(g_, cs);
+  m.prepare(g_, cs);  // another rewrite variant of the same kernels
+  EXPECT_EQ(m.loaded(), 1);
+  EXPECT_EQ(m.left_slow(), 1);
+  EXPECT_FALSE(m.has(g_, cs[0]));
+  EXPECT_TRUE(m.stored(g_, cs[0]));
+  EXPECT_NEAR(m.cost(g_, cs[0]).seconds, 20e-6, 1e-12);  // isolated 10 us, scaled by cs[1]'s ratio
+  EXPECT_TRUE(m.has(g_, cs[1]));
+  EXPECT_TRUE(m.stored(g_, cs[1]));
+  EXPECT_FALSE(m.stored(g_, cs[2]));
 }
 
 SideBySide beside(double a, double b) {

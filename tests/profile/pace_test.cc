@@ -2,32 +2,17 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <string>
 #include <vector>
 
+#include "profile/scripted_device.h"
 #include "profile/tuning_db.h"
-#include "runtime/cpu/cpu_device.h"
 #include "temp_dir.h"
 
 namespace korch {
 namespace {
 
-// A CPU device whose pace probe returns scripted times (the last one again when they run out).
-class ScriptedDevice : public cpu::CpuDevice {
- public:
-  explicit ScriptedDevice(std::vector<double> us) : left_(us.begin(), us.end()) {}
-  double pace_probe_seconds() const override {
-    ++probes;
-    const double s = left_.front() * 1e-6;
-    if (left_.size() > 1) left_.pop_front();
-    return s;
-  }
-  mutable int probes = 0;
-
- private:
-  mutable std::deque<double> left_;
-};
+using testing::ScriptedDevice;
 
 class MachinePaceTest : public ::testing::Test {
  protected:
