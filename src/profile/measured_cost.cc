@@ -1,15 +1,16 @@
 #include "profile/measured_cost.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <functional>
+#include <limits>
 #include <optional>
-#include <cstdio>
 #include <set>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "codegen/backend.h"
 #include "codegen/kernel_signature.h"
@@ -175,20 +176,33 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     }
   }
   // Records taken on a slow machine are measured again when it runs at its pace now, so a plan
-  // does not weigh kernels timed in two machine states against each other.
-  if (!taken_slow.empty()) {
+  // does not weigh kernels timed in two machine states against each other: the longest first
+  // (they weigh most in a plan), up to max_retaken_slow per compile.
+  const int64_t retakes_left = options_.max_retaken_slow < 0
+                                   ? std::numeric_limits<int64_t>::max()
+                                   : std::max<int64_t>(0, options_.max_retaken_slow - retaken_slow_);
+  if (!taken_slow.empty() && retakes_left > 0) {
     const double now = pace_->current();
     if (now > 0 && !pace_->is_slow(now)) {
-      for (const std::string& h : taken_slow) {
+      std::stable_sort(taken_slow.begin(), taken_slow.end(), [&](const std::string& a, const std::string& b) {
+        return by_hash_.at(a).seconds > by_hash_.at(b).seconds;
+      });
+      const size_t n = static_cast<size_t>(std::min<int64_t>(retakes_left, static_cast<int64_t>(taken_slow.size())));
+      for (size_t i = 0; i < n; ++i) {
+        const std::string& h = taken_slow[i];
         by_hash_.erase(h);
         untuned.erase(h);
         todo.push_back(h);
         retake.insert(h);
       }
-      stats_.db_hits -= static_cast<int64_t>(taken_slow.size());
-      stats_.retaken_slow = static_cast<int64_t>(taken_slow.size());
-      say(fmt::format("{} kernels were measured while the machine ran slow: measured again at its pace now ({:.2f}x)",
-                      taken_slow.size(), now));
+      retaken_slow_ += static_cast<int64_t>(n);
+      stats_.db_hits -= static_cast<int64_t>(n);
+      stats_.retaken_slow = static_cast<int64_t>(n);
+      say(
+          fmt::format("{} kernels were measured while the machine ran slow: {} measured again at its pace now "
+                      "({:.2f}x){}",
+                      taken_slow.size(), n == taken_slow.size() ? std::string("all") : fmt::format("the {} longest", n),
+                      now, n == taken_slow.size() ? "" : "; later compiles at its pace take the rest"));
     }
   }
   std::stable_sort(todo.begin(), todo.end(), [&](const std::string& a, const std::string& b) {
