@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
-#include <limits>
 #include <optional>
 #include <set>
 #include <thread>
@@ -54,6 +53,12 @@ KernelCost cost_of(const TuningRecord& r) {
 }
 
 }  // namespace
+
+double retake_estimate_seconds(double kernel_seconds) {
+  // Generating, checking against the reference and timing a kernel (its schedules too, past 10 us)
+  // took about 0.4 s for vit_b_16's 64 longest (1-5 ms) and tens of milliseconds for short ones.
+  return 0.03 + 100 * kernel_seconds;
+}
 
 MeasureOptions MeasuredCostOptions::quick_measure_options() {
   MeasureOptions m;
@@ -177,25 +182,25 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   }
   // Records taken on a slow machine are measured again when it runs at its pace now, so a plan
   // does not weigh kernels timed in two machine states against each other: the longest first
-  // (they weigh most in a plan), up to max_retaken_slow per compile.
-  const int64_t retakes_left = options_.max_retaken_slow < 0
-                                   ? std::numeric_limits<int64_t>::max()
-                                   : std::max<int64_t>(0, options_.max_retaken_slow - retaken_slow_);
-  if (!taken_slow.empty() && retakes_left > 0) {
+  // (they weigh most in a plan), within retake_budget_seconds per compile.
+  const double budget = options_.retake_budget_seconds;
+  if (!taken_slow.empty() && (budget < 0 || retake_spent_ < budget)) {
     const double now = pace_->current();
     if (now > 0 && !pace_->is_slow(now)) {
       std::stable_sort(taken_slow.begin(), taken_slow.end(), [&](const std::string& a, const std::string& b) {
         return by_hash_.at(a).seconds > by_hash_.at(b).seconds;
       });
-      const size_t n = static_cast<size_t>(std::min<int64_t>(retakes_left, static_cast<int64_t>(taken_slow.size())));
-      for (size_t i = 0; i < n; ++i) {
-        const std::string& h = taken_slow[i];
+      size_t n = 0;
+      for (const std::string& h : taken_slow) {
+        const double cost = retake_estimate_seconds(by_hash_.at(h).seconds);
+        if (budget >= 0 && n > 0 && retake_spent_ + cost > budget) break;
+        retake_spent_ += cost;
+        ++n;
         by_hash_.erase(h);
         untuned.erase(h);
         todo.push_back(h);
         retake.insert(h);
       }
-      retaken_slow_ += static_cast<int64_t>(n);
       stats_.db_hits -= static_cast<int64_t>(n);
       stats_.retaken_slow = static_cast<int64_t>(n);
       say(
@@ -205,6 +210,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
                       now, n == taken_slow.size() ? "" : "; later compiles at its pace take the rest"));
     }
   }
+  const bool only_retakes = !todo.empty() && todo.size() == retake.size();
   std::stable_sort(todo.begin(), todo.end(), [&](const std::string& a, const std::string& b) {
     return candidates[static_cast<size_t>(first_of[a])].nodes.size() < candidates[static_cast<size_t>(first_of[b])].nodes.size();
   });
@@ -316,7 +322,9 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
           MeasureOptions mo = options_.measure;
           if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
           if (!mo.before_sample) mo.before_sample = [&dev] { dev.flush_caches(); };  // no-op on the CPU
-          out.pace = pace_->settle();
+          // Measured again only because the machine ran at its pace a moment ago: not waited for
+          // (a warm vit_b_16 compile waited 45 s for it to come back, 49 s measuring 117 kernels).
+          out.pace = pace_->settle(!only_retakes);
           out.m = measure([&] { probe.run(); }, mo);
           out.kind = Outcome::Kind::kMeasured;
         }

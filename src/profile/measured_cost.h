@@ -59,14 +59,19 @@ struct MeasuredCostOptions {
   // The machine's pace (profile/pace.h): every record carries it; measuring waits for a slow
   // machine within max_wait_seconds; records taken slow are measured again at the machine's pace.
   PaceOptions pace;
-  // At most this many of those per MeasuredCost (a compile), the longest first; later compiles at
-  // the machine's pace take the rest. A warm compile stays seconds long (issue 11: under 30 s) on
-  // a machine whose slow phases had most records taken slow (a warm segformer_b0 compile measured
-  // them again for 35 s). Negative: every one.
-  int max_retaken_slow = 64;
+  // Per MeasuredCost (a compile), only as many of those as an estimated `retake_budget_seconds`
+  // of measuring allows (retake_estimate_seconds each), the longest first and always one; later
+  // compiles at the machine's pace take the rest. A warm compile stays seconds long (issue 11:
+  // under 30 s) on a machine whose slow phases had most records taken slow (warm compiles
+  // measured them all again: yolox_nano for 114 s; 64 of vit_b_16's longest took 27 s). Negative:
+  // every one.
+  double retake_budget_seconds = 5;
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
   static MeasureOptions quick_measure_options();
 };
+
+// What measuring a kernel of `kernel_seconds` again is estimated to take (retake_budget_seconds).
+double retake_estimate_seconds(double kernel_seconds);
 
 struct MeasuredCostStats {
   int64_t candidates = 0, signatures = 0, db_hits = 0, unemittable = 0, pruned = 0, noisy = 0, failed = 0, measured = 0,
@@ -118,7 +123,7 @@ class MeasuredCost : public CostProvider {
   MeasuredCostStats stats_;    // this prepare()'s
   MeasuredCostStats earlier_;  // the earlier ones', summed
   std::map<std::string, KernelCost> by_hash_;
-  int64_t retaken_slow_ = 0;  // by every prepare() (MeasuredCostOptions::max_retaken_slow)
+  double retake_spent_ = 0;  // estimated, by every prepare() (MeasuredCostOptions::retake_budget_seconds)
   // The last prepare()'s candidates and their signature hashes, so that cost() need not hash a
   // candidate again. It looks one up by address, and trusts the hash only for the same graph
   // object (GraphInstance) and a candidate that still holds the nodes and outputs it held.

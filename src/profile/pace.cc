@@ -44,9 +44,9 @@ double MachinePace::current() {
   return loaded_ ? last_ = 0 : last_;
 }
 
-double MachinePace::settle() {
+double MachinePace::settle(bool wait) {
   if (now_seconds() - last_at_ < options_.interval_seconds) return last_;
-  if (!is_slow(current()) || waited_ >= options_.max_wait_seconds) return last_;
+  if (!is_slow(current()) || !wait || waited_ >= options_.max_wait_seconds) return last_;
   const double start = now_seconds();
   if (say_)
     say_(

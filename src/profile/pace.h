@@ -55,7 +55,8 @@ class MachinePace {
   // The pace to record with a measurement about to be taken: the last one, taken again (current())
   // when `interval_seconds` have passed. While it is slow, waits for it (probing every
   // `retry_seconds`) as long as the wait budget lasts, and says so once per wait.
-  double settle();
+  // wait = false: no wait (the pace now, probed again after `interval_seconds`).
+  double settle(bool wait = true);
 
   double last() const { return last_; }
   bool is_slow(double pace) const { return pace > options_.slow; }

@@ -61,6 +61,17 @@ TEST_F(MachinePaceTest, SettleWaitsForASlowMachine) {
   EXPECT_NE(said[1].find("back to pace"), std::string::npos) << said[1];
 }
 
+// settle(false): the pace now, never waited for (a measurement taken again only because the
+// machine ran at its pace a moment ago).
+TEST_F(MachinePaceTest, SettleWithoutWaitingReturnsThePaceNow) {
+  ScriptedDevice dev({10, 20, 11});
+  MachinePace pace(dev, *db_, "dev", quick());
+  EXPECT_DOUBLE_EQ(pace.probe(), 1.0);
+  EXPECT_DOUBLE_EQ(pace.settle(false), 2.0);
+  EXPECT_EQ(dev.probes, 2);
+  EXPECT_EQ(pace.waited_seconds(), 0);
+}
+
 // The wait has a budget over the MachinePace's life: once spent, a slow machine is measured on
 // (the records then carry its pace).
 TEST_F(MachinePaceTest, TheWaitHasABudgetAndLoadIsNotWaitedFor) {
