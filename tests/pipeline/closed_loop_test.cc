@@ -154,7 +154,10 @@ TEST_F(CompileModel, AnInModelRunSlowerAtTheMachinesPaceReplacesTheStoredTimes) 
   EXPECT_GT(again.loop.rounds.front().drift, 1.5);
   EXPECT_FALSE(again.loop.rounds.front().drifted);
   EXPECT_TRUE(again.loop.rounds.front().refreshed);
-  EXPECT_GT(in_model_sum(o.measured.db_path), 2 * fast);  // replaced
+  // Replaced (kept, the sum would be `fast` exactly). By how much depends on how much faster this
+  // run was than the first compile's, which ctest -j2 may have slowed 2.5x beside another test (a
+  // CI run stored 1.75 ms where `fast` was 1.12 ms).
+  EXPECT_GT(in_model_sum(o.measured.db_path), 1.2 * fast);
   EXPECT_EQ(again.loop.kept_drift, 1);
   EXPECT_GT(again.loop.kept_pace, 0);
   EXPECT_NEAR(again.loop.predicted, again.loop.measured, 0.5 * again.loop.measured);
