@@ -60,8 +60,8 @@ constexpr double kBeyondNoise = 0.97;
 // The kept plan's kernel-by-kernel run and its runs beside the unfused plan agree within this, or
 // the first is taken again (settle_in_model_run).
 constexpr double kKeptAgreement = 0.10;
-// A compile whose first plan stored in-model times priced at least this share of is warm
-// (LoopReport::warm_share).
+// A compile is warm when the database held in-model times for kernels making up at least this
+// share of its first plan's predicted time (LoopReport::warm_share).
 constexpr double kWarmShare = 0.9;
 
 struct CompileOptions {
@@ -109,8 +109,9 @@ struct LoopReport {
   bool ran = false;
   int64_t loaded = 0;  // in-model costs found in the tuning database at the start
   int64_t left_slow = 0;  // found, but taken while the machine ran slow (profile/pace.h): taken again
-  // The share of the first plan's predicted time that stored in-model times priced: at least
-  // kWarmShare makes a warm compile, whose second round too runs only within loop_budget_s.
+  // The share of the first plan's predicted time in kernels the database held in-model times for
+  // (also those left out for their pace): at least kWarmShare makes a warm compile, whose second
+  // round too runs only within loop_budget_s.
   double warm_share = 0;
   struct Round {
     double predicted = 0, measured = 0;
