@@ -458,8 +458,8 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   ASSERT_EQ(longest.size(), 2u);
   // A budget for those two and not a third (each estimated at 30 ms or more).
   o.measured.retake_budget_seconds = retake_estimate_seconds(longest[0]) + retake_estimate_seconds(longest[1]) + 0.01;
-  std::vector<std::string> lines;
-  o.log = [&](const std::string& line) { lines.push_back(line); };
+  CompileLog log;
+  log.attach(o);
   const CompileResult limited = compile_model(g, dir_.string(), o);
   EXPECT_EQ(limited.measured.retaken_slow, 2);
   EXPECT_EQ(limited.measured.measured, 2);
@@ -467,10 +467,8 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   // The longest record was among them: it no longer holds the slow phase's pace.
   EXPECT_EQ(
       count(fmt::format("SELECT count(*) FROM records WHERE pace = 1.8 AND seconds = {:.17g}", longest[0]).c_str()), 0);
-  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
-    return line.find(fmt::format("{} kernels were measured while the machine ran slow: the 2 longest", all)) !=
-           std::string::npos;
-  }));
+  EXPECT_TRUE(log.said(fmt::format("{} kernels were measured while the machine ran slow: the 2 longest", all)))
+      << log.text();
   sqlite3_close(db);
   fs::remove(path);
 }

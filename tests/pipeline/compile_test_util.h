@@ -68,6 +68,25 @@ inline std::string uniform_values(std::mt19937_64& rng, int n, float bound) {
   return "[" + s + "]";
 }
 
+// What a compile logs (CompileOptions::log), kept to look for a line in and to print when a check
+// fails: a closed-loop test whose loop took another turn under a loaded CI machine says why.
+struct CompileLog {
+  std::vector<std::string> lines;
+  void attach(CompileOptions& o) {
+    o.log = [this](const std::string& line) { lines.push_back(line); };
+  }
+  bool said(const std::string& what) const {
+    for (const std::string& line : lines)
+      if (line.find(what) != std::string::npos) return true;
+    return false;
+  }
+  std::string text() const {
+    std::string all = "the compile's log:\n";
+    for (const std::string& line : lines) all += "  " + line + "\n";
+    return all;
+  }
+};
+
 inline CompileOptions analytic(const std::string& target) {
   CompileOptions o;
   o.target = target;
