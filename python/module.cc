@@ -147,7 +147,7 @@ Model load_model(const std::string& source, const py::object& bytes, const std::
 }
 
 struct CompileArgs {
-  std::string device = "cpu", cost, tuning_db, layout = "auto", micro_batch = "auto";
+  std::string device = "cpu", cost, tuning_db, layout = "auto", micro_batch = "auto", denormals = "flush";
   int threads = 2;
   double time_limit = 20, gap = -1;
   int max_kernel_size = 8;
@@ -179,6 +179,8 @@ py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, c
   o.unfused = a.unfused;
   o.layout = a.layout;
   o.micro_batch = a.micro_batch;
+  if (a.denormals != "flush" && a.denormals != "keep") fail("denormals='{}': give 'flush' or 'keep'", a.denormals);
+  o.flush_denormals = a.denormals == "flush";
   if (!log.is_none()) {
     // Called from the compiling thread, which holds no GIL while compiling.
     auto fn = std::make_shared<py::object>(log);
@@ -252,6 +254,7 @@ PYBIND11_MODULE(_core, mod) {
       .def_readwrite("unfused", &CompileArgs::unfused)
       .def_readwrite("layout", &CompileArgs::layout)
       .def_readwrite("micro_batch", &CompileArgs::micro_batch)
+      .def_readwrite("denormals", &CompileArgs::denormals)
       .def_readwrite("progress", &CompileArgs::progress);
   mod.def("compile", &compile, py::arg("model"), py::arg("dir"), py::arg("args"), py::arg("log"));
 

@@ -78,6 +78,11 @@ void CompileFlags::add_to(CLI::App& app, bool with_orchestrate) {
                  "Activation layout: channels-last runs convolutions and the work between them on [N, H, W, C] "
                  "tensors (no reorder around oneDNN's NHWC kernels); auto picks it where oneDNN prefers it")
       ->check(CLI::IsMember({"auto", "nchw", "channels-last"}));
+  app.add_option("--denormals", denormals,
+                 "CPU artifacts: flush runs denormal floats (magnitudes under 1.2e-38) as zero, which Intel cores "
+                 "otherwise take a microcode assist for on every operation (swin_t's masked attention ran its MatMuls "
+                 "30x slower); keep runs IEEE gradual underflow, as the reference interpreter does")
+      ->check(CLI::IsMember({"flush", "keep"}));
   app.add_option("--micro-batch", micro_batch,
                  "A model whose batch holds independent samples can run as several runs of a smaller batch's plan "
                  "(activations stay in cache): auto compiles micro-batches of 4 and 1, times them beside the whole "
@@ -136,6 +141,7 @@ CompileOptions CompileFlags::options(const std::string& model, const std::functi
   o.verify = !no_verify;
   o.close_loop = !isolated_costs;
   o.layout = layout;
+  o.flush_denormals = denormals == "flush";
   o.micro_batch = micro_batch;
   o.measured.redo = redo;
   if (max_spread_pct > 0) o.loop_max_spread = o.measured.measure.max_spread = max_spread_pct / 100;

@@ -33,6 +33,7 @@ struct CompileFlags {
   int threads = 2;
   bool no_prune = false, measure_device = false, no_verify = false, isolated_costs = false, redo = false;
   std::string layout = "auto";  // --layout
+  std::string denormals = "flush";   // --denormals
   std::string micro_batch = "auto";  // --micro-batch
   double max_spread_pct = -1;   // --max-spread; < 0: the defaults
   std::string pace_wait = "60";  // --pace-wait: seconds measuring may wait for the machine's pace, or off

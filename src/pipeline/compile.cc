@@ -53,10 +53,12 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
   contents.write_module = [&](const std::string& d) { return backend.write_module(d, kernels); };
   const int64_t samples = r.micro.runs();  // runs of this plan per model run
   contents.micro_batches = samples;
+  contents.flush_denormals = o.flush_denormals && backend.name() == "cpu";
   contents.manifest_extra = {{"model", r.meta.model},
                              {"device", backend.name()},
                              {"cost_model", r.cost_model},
                              {"unfused", o.unfused},
+                             {"denormals", contents.flush_denormals ? "flush" : "keep"},
                              {"plan_seconds", plan.total_seconds() * static_cast<double>(samples)},
                              {"unfused_seconds", r.orchestration.unfused_seconds * static_cast<double>(samples)},
                              {"kernels", plan.kernels.size()},

@@ -76,6 +76,11 @@ struct CompileOptions {
   // Activation layout: "auto" (channels-last where the backend prefers it), "nchw" (as the model
   // has it) or "channels-last" (rewrite/channels_last.h).
   std::string layout = "auto";
+  // cpu: the artifact runs with denormal floats flushed to zero (x86 FTZ/DAZ; runtime/cpu/
+  // cpu_device.h): what an operation on one costs on Intel cores (a microcode assist each) made
+  // swin_t's masked-attention MatMuls 30x slower. A denormal's magnitude is under 1.2e-38, so
+  // outputs stay within fp32's 1e-4 of the reference; false keeps IEEE gradual underflow.
+  bool flush_denormals = true;
   bool verify = true;               // step 7
   bool close_loop = true;           // step 8 (false: isolated costs alone)
   int loop_rounds = 3;

@@ -12,7 +12,8 @@
 //    "arena_bytes", "weights_bytes", "weights_checksum" (support/hash.h bytes_checksum of weights.bin),
 //    "memory": {"arena_bytes", "unfused_arena_bytes", "intermediate_bytes", "weights_bytes"},
 //    "micro_batches" (only when > 1: every buffer is one micro-batch's, of k samples, and a run of
-//                     the model on micro_batches x k samples runs the kernels micro_batches times)}
+//                     the model on micro_batches x k samples runs the kernels micro_batches times),
+//    "denormals": "flush" (only when set: every run flushes denormal floats to zero; absent: "keep")}
 // Buffer ids are positions in "buffers", not graph value ids: the graph is not in the artifact.
 #include "runtime/artifact.h"
 
@@ -217,6 +218,7 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
                               {"unfused_arena_bytes", mem.unfused_arena_bytes},
                               {"intermediate_bytes", mem.intermediate_bytes},
                               {"weights_bytes", mem.weights_bytes}}}};
+  if (c.flush_denormals) program["denormals"] = "flush";
   if (c.micro_batches > 1) {
     for (const auto* values : {&g.inputs, &g.outputs})
       for (ValueId v : *values)

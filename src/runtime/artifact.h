@@ -54,6 +54,9 @@ struct ArtifactContents {
   // per k samples of the inputs' leading dimension (pipeline/micro_batch.h); program.json's
   // "micro_batches".
   int64_t micro_batches = 1;
+  // Runs with denormal floats flushed to zero (program.json's "denormals": "flush"; on the CPU the
+  // FTZ and DAZ modes, runtime/cpu/cpu_device.h); else IEEE gradual underflow, as the reference.
+  bool flush_denormals = false;
 };
 
 // Creates `dir`, writes every file listed above (the module through write_module).

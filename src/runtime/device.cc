@@ -16,7 +16,7 @@ double Device::synchronized_seconds() {
 std::unique_ptr<Device> open_device(const std::string& tag, const DeviceOptions& options) {
   if (tag == "cpu") {
     if (options.emulate) fail_unsupported("--emulate is for CUDA artifacts; this one runs on the CPU as it is");
-    return std::make_unique<cpu::CpuDevice>(options.cpu_threads);
+    return std::make_unique<cpu::CpuDevice>(options.cpu_threads, options.flush_denormals);
   }
   if (tag == "cuda") return cuda::open_cuda_device(options);
   fail_unsupported("unknown device '{}' (this korch runs cpu and cuda artifacts)", tag);

@@ -123,6 +123,11 @@ class Device {
   // probe with the best this device has shown tells a measurement taken then (profile/pace.h).
   // 0: the device has no probe (the default).
   virtual double pace_probe_seconds() const { return 0; }
+  // Around each run of a program (Executable::run): a device may put the threads that run its
+  // kernels in the program's floating-point mode, and put them back after (the CPU's flush of
+  // denormal floats, DeviceOptions::flush_denormals). No-ops by default.
+  virtual void begin_run() {}
+  virtual void end_run() {}
   // Device-specific changes to a loaded program; returns how many it made (for reports).
   virtual int specialize(ProgramView& program) {
     (void)program;
@@ -133,6 +138,8 @@ class Device {
 struct DeviceOptions {
   int cpu_threads = 0;    // "cpu": OpenMP threads for the kernels (0: leave OpenMP's setting)
   bool emulate = false;   // "cuda": run on the host emulator instead of a GPU
+  // "cpu": each run with denormal floats flushed to zero (program.json's "denormals": "flush").
+  bool flush_denormals = false;
 };
 
 // The device for an artifact's device tag ("cpu" | "cuda"). Throws korch::Error (kUnsupported)

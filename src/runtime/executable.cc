@@ -72,6 +72,10 @@ std::unique_ptr<Executable> Executable::load_checked(const std::string& dir, con
   DeviceOptions dopt;
   dopt.emulate = options.emulate;
   dopt.cpu_threads = options.cpu_threads;
+  const nlohmann::json denormals = program.value("denormals", nlohmann::json("keep"));
+  if (denormals != "keep" && denormals != "flush")
+    fail("{}: \"denormals\" is {} (\"keep\" or \"flush\")", program_path, denormals.dump());
+  dopt.flush_denormals = denormals == "flush";
   x->device_ = options.open_device ? options.open_device(tag.get<std::string>(), dopt)
                                    : open_device(tag.get<std::string>(), dopt);
   Device& dev = *x->device_;
@@ -309,6 +313,12 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs;
   outputs.reserve(output_buffers_.size());
   for (const TensorType& t : output_types_) outputs.emplace_back(t);
+  // The device's floating-point mode for the run (Device::begin_run), put back however it ends.
+  struct RunScope {
+    Device& dev;
+    explicit RunScope(Device& d) : dev(d) { dev.begin_run(); }
+    ~RunScope() { dev.end_run(); }
+  } scope(*device_);
   for (int64_t m = 0; m < micro_batches_; ++m) run_micro_batch(inputs, outputs, m);
   device_->synchronize();
   return outputs;

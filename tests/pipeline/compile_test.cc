@@ -12,6 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "codegen/cpu/cpu_backend.h"
 #include "compile_test_util.h"
@@ -183,6 +186,42 @@ TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {
 // convolution among them) write into the graph output, the Concat and Flatten kernels cost
 // nothing and copy nothing, and the artifact runs like the reference on both targets. y is read by
 // a convolution (which takes no loop prologue) and by o, o by the Flatten, a graph output.
+// A CPU artifact runs with denormal floats flushed to zero (CompileOptions::flush_denormals: x86
+// FTZ/DAZ), and the calling thread's floating-point mode is as it was after the run; told to keep
+// them, it runs IEEE gradual underflow, as the reference interpreter does.
+TEST_F(CompileModel, CpuArtifactsFlushDenormalsUnlessToldToKeepThem) {
+  const Graph g = parse_graph(R"(graph t (opset 17) {
+  input x: f32[256]
+  %y: f32[256] = Add(x, x)
+  %z: f32[256] = Mul(y, y)
+  output y
+  output z
+})");
+  Tensor x(TensorType{DType::kFloat32, {256}});
+  for (int64_t i = 0; i < 256; ++i) x.span<float>()[static_cast<size_t>(i)] = i % 2 ? 1e-39f : 1e-20f;
+  const std::vector<Tensor> want = interpret(g, {x});
+  ASSERT_GT(want[0].span<float>()[1], 0.f);  // 2e-39: a denormal the reference keeps
+  ASSERT_GT(want[1].span<float>()[0], 0.f);  // 4e-40: a denormal product of normal floats
+  for (const bool flush : {true, false}) {
+    SCOPED_TRACE(flush);
+    CompileOptions o = analytic("cpu");
+    o.flush_denormals = flush;
+    compile_model(g, dir_.string(), o);
+    auto exe = runtime::Executable::load(dir_.string());
+    EXPECT_EQ(exe->manifest().at("denormals"), flush ? "flush" : "keep");
+#if defined(__x86_64__)
+    const unsigned csr = _mm_getcsr();
+    const std::vector<Tensor> got = exe->run({x});
+    EXPECT_EQ(_mm_getcsr(), csr);
+    for (size_t i = 0; i < 256; ++i) {
+      // Read as zero (DAZ), and a product under 2^-126 written as zero (FTZ).
+      EXPECT_EQ(got[0].span<float>()[i], flush && i % 2 ? 0.f : want[0].span<float>()[i]) << i;
+      EXPECT_EQ(got[1].span<float>()[i], flush ? 0.f : want[1].span<float>()[i]) << i;
+    }
+#endif
+  }
+}
+
 TEST_F(CompileModel, ConcatInputsAreWrittenInPlace) {
   std::mt19937_64 rng(3);
   const Graph g = parse_graph(R"(graph t (opset 17) {

@@ -229,6 +229,12 @@ TEST_F(ArtifactTest, CorruptProgramNamesTheFile) {
   { std::ofstream(dir_ / "program.json", std::ios::trunc) << j.dump(); }
   msg = load_error();
   EXPECT_NE(msg.find("program.json"), std::string::npos) << msg;
+
+  j = nlohmann::json::parse(text);
+  j["denormals"] = "zero";
+  { std::ofstream(dir_ / "program.json", std::ios::trunc) << j.dump(); }
+  msg = load_error();
+  EXPECT_NE(msg.find("program.json: \"denormals\" is \"zero\""), std::string::npos) << msg;
 }
 
 TEST_F(ArtifactTest, MissingOrShortWeightsNamesTheFile) {

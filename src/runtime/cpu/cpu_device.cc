@@ -1,6 +1,9 @@
 #include "runtime/cpu/cpu_device.h"
 
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -16,9 +19,39 @@
 
 namespace korch::cpu {
 
-CpuDevice::CpuDevice(int threads) : threads_(threads) {
+CpuDevice::CpuDevice(int threads, bool flush_denormals) : threads_(threads), flush_denormals_(flush_denormals) {
   if (threads_ > 0) set_cpu_threads(threads_);
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+constexpr unsigned kFtzDaz = 0x8040;  // MXCSR bit 15: flush to zero; bit 6: denormals are zero
+}  // namespace
+
+void CpuDevice::begin_run() {
+  if (!flush_denormals_) return;
+  saved_csr_.assign(static_cast<size_t>(omp_get_max_threads()), 0);
+#pragma omp parallel
+  {
+    const size_t t = static_cast<size_t>(omp_get_thread_num());
+    const unsigned csr = _mm_getcsr();
+    if (t < saved_csr_.size()) saved_csr_[t] = csr;
+    _mm_setcsr(csr | kFtzDaz);
+  }
+}
+
+void CpuDevice::end_run() {
+  if (!flush_denormals_) return;
+#pragma omp parallel
+  {
+    const size_t t = static_cast<size_t>(omp_get_thread_num());
+    _mm_setcsr(t < saved_csr_.size() ? saved_csr_[t] : _mm_getcsr() & ~kFtzDaz);
+  }
+}
+#else
+void CpuDevice::begin_run() {}
+void CpuDevice::end_run() {}
+#endif
 
 CpuDevice::~CpuDevice() {
   for (void* p : owned_) std::free(p);

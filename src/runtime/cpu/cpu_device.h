@@ -13,7 +13,12 @@ namespace korch::cpu {
 class CpuDevice : public runtime::Device {
  public:
   // threads > 0 sets OpenMP's thread count for the kernels (omp_set_num_threads); 0 leaves it.
-  explicit CpuDevice(int threads = 0);
+  // flush_denormals: every run sets the x86 flush-to-zero and denormals-are-zero modes (MXCSR FTZ
+  // and DAZ) in the OpenMP threads and the calling thread, and restores each thread's own after.
+  // Why: on Intel cores an operation on a denormal float takes a microcode assist of ~100 cycles;
+  // swin_t's masked attention (e^-100 probabilities) ran its MatMuls 30x slower than on normal data.
+  // No-op off x86.
+  explicit CpuDevice(int threads = 0, bool flush_denormals = false);
   ~CpuDevice() override;
   std::string name() const override { return "cpu"; }
   std::string id() const override;  // cpu_device_id(threads), cpu_device_id.h
@@ -33,6 +38,8 @@ class CpuDevice : public runtime::Device {
   // so it may not fit the arena slot planned for the plain tensor). KORCH_NO_LAYOUT_HANDOFF=1
   // turns it off.
   int specialize(runtime::ProgramView& program) override;
+  void begin_run() override;
+  void end_run() override;
   // The median of 100 parallel passes c = a + b over 3 x 151296 floats (1.8 MB) on the kernels'
   // threads, fork/join included, each after one thread touched the arrays: ~12 us on the 2-core
   // EPYC VM at its pace, ~20 us in its slow phases (about 4 ms in all).
@@ -41,6 +48,8 @@ class CpuDevice : public runtime::Device {
 
  private:
   int threads_ = 0;
+  bool flush_denormals_ = false;
+  std::vector<unsigned> saved_csr_;  // per OpenMP thread number: its MXCSR before the run
   std::vector<void*> owned_;  // handoff buffers
 };
 
