@@ -41,9 +41,8 @@ std::string all_records(const std::string& path) {
 
 // Multiplies every in-model record of a tuning database by `factor`: the times a machine `factor`
 // times slower would have stored. They are stamped as taken at the machine's best pace, so a
-// compile never leaves them out for its pace (InModelCosts::left_slow): on a loaded CI machine the
-// first compile's pace probe stamped them slow, and a compile at its pace priced its plan without
-// them, so the scaled time never departed.
+// compile never leaves them out for its pace (InModelCosts::left_slow): a record a loaded
+// machine's probe stamped slow is priced without by a compile at the pace, and would not depart.
 void scale_in_model_records(const std::string& path, double factor, const std::string& also = "") {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
