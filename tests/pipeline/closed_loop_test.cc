@@ -53,31 +53,27 @@ void scale_in_model_records(const std::string& path, double factor, const std::s
   sqlite3_close(db);
 }
 
-// How many in-model records of a tuning database meet `where`.
-int count_records(const std::string& path, const std::string& where) {
+// The number a query over a tuning database's in-model records returns ("SELECT x FROM records
+// WHERE <in-model> AND where"); `none` when it returns no row.
+double in_model_query(const std::string& path, const std::string& what, const std::string& where, double none) {
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  const std::string sql = "SELECT count(*) FROM records WHERE device LIKE '%+in-model' AND " + where;
+  const std::string sql = "SELECT " + what + " FROM records WHERE device LIKE '%+in-model' AND " + where;
   EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
-  const int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  const double x = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : none;
   sqlite3_finalize(st);
   sqlite3_close(db);
-  return n;
+  return x;
+}
+
+// How many in-model records of a tuning database meet `where`.
+int count_records(const std::string& path, const std::string& where) {
+  return static_cast<int>(in_model_query(path, "count(*)", where, -1));
 }
 
 // The sum of a tuning database's in-model records (seconds).
-double in_model_sum(const std::string& path) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT SUM(seconds) FROM records WHERE device LIKE '%+in-model'", -1, &st, nullptr),
-            SQLITE_OK);
-  const double sum = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : 0;
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return sum;
-}
+double in_model_sum(const std::string& path) { return in_model_query(path, "SUM(seconds)", "1", 0); }
 
 // Twelve MatMuls: a plan of at least 8 kernels, so the drift has enough kernels to go by; of
 // 160x160 (tens of us each), so none falls under run_drift's 5 us floor on a fast machine (with

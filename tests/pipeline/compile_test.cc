@@ -182,10 +182,6 @@ TEST_F(CompileModel, BothTargetsWriteArtifactsThatRunLikeTheReference) {
   }
 }
 
-// Concats laid out as their inputs and views (runtime/memory_plan.h): the kernels before them (a
-// convolution among them) write into the graph output, the Concat and Flatten kernels cost
-// nothing and copy nothing, and the artifact runs like the reference on both targets. y is read by
-// a convolution (which takes no loop prologue) and by o, o by the Flatten, a graph output.
 // A CPU artifact runs with denormal floats flushed to zero (CompileOptions::flush_denormals: x86
 // FTZ/DAZ), and the calling thread's floating-point mode is as it was after the run; told to keep
 // them, it runs IEEE gradual underflow, as the reference interpreter does.
@@ -222,6 +218,10 @@ TEST_F(CompileModel, CpuArtifactsFlushDenormalsUnlessToldToKeepThem) {
   }
 }
 
+// Concats laid out as their inputs and views (runtime/memory_plan.h): the kernels before them (a
+// convolution among them) write into the graph output, the Concat and Flatten kernels cost
+// nothing and copy nothing, and the artifact runs like the reference on both targets. y is read by
+// a convolution (which takes no loop prologue) and by o, o by the Flatten, a graph output.
 TEST_F(CompileModel, ConcatInputsAreWrittenInPlace) {
   std::mt19937_64 rng(3);
   const Graph g = parse_graph(R"(graph t (opset 17) {
@@ -456,13 +456,19 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   auto exec = [&](const char* sql) { ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql; };
-  auto count = [&](const char* sql) {
+  // The first column of every row `sql` returns.
+  auto numbers = [&](const std::string& sql) {
     sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK);
-    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
-    const int64_t n = sqlite3_column_int64(st, 0);
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+    std::vector<double> out;
+    while (sqlite3_step(st) == SQLITE_ROW) out.push_back(sqlite3_column_double(st, 0));
     sqlite3_finalize(st);
-    return n;
+    return out;
+  };
+  auto count = [&](const std::string& sql) {
+    const std::vector<double> n = numbers(sql);
+    EXPECT_EQ(n.size(), 1u) << sql;
+    return n.empty() ? int64_t{-1} : static_cast<int64_t>(n[0]);
   };
   EXPECT_EQ(count("SELECT count(*) FROM records WHERE status = 'ok' AND pace < 1"), 0);  // every one probed
   // Half the records as if taken in a slow phase, and a best probe no probe here comes near, so
@@ -485,15 +491,8 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   const int64_t all = count("SELECT count(*) FROM records WHERE pace > 1.3");
   ASSERT_GT(all, 2);
   // The two longest records' times.
-  std::vector<double> longest;
-  {
-    sqlite3_stmt* st = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT seconds FROM records WHERE status = 'ok' ORDER BY seconds DESC LIMIT 2",
-                                 -1, &st, nullptr),
-              SQLITE_OK);
-    while (sqlite3_step(st) == SQLITE_ROW) longest.push_back(sqlite3_column_double(st, 0));
-    sqlite3_finalize(st);
-  }
+  const std::vector<double> longest =
+      numbers("SELECT seconds FROM records WHERE status = 'ok' ORDER BY seconds DESC LIMIT 2");
   ASSERT_EQ(longest.size(), 2u);
   // A budget for those two and not a third (each estimated at 30 ms or more).
   o.measured.retake_budget_seconds = retake_estimate_seconds(longest[0]) + retake_estimate_seconds(longest[1]) + 0.01;
@@ -504,8 +503,7 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   EXPECT_EQ(limited.measured.measured, 2);
   EXPECT_EQ(count("SELECT count(*) FROM records WHERE pace = 1.8"), all - 2);  // the others keep theirs
   // The longest record was among them: it no longer holds the slow phase's pace.
-  EXPECT_EQ(
-      count(fmt::format("SELECT count(*) FROM records WHERE pace = 1.8 AND seconds = {:.17g}", longest[0]).c_str()), 0);
+  EXPECT_EQ(count(fmt::format("SELECT count(*) FROM records WHERE pace = 1.8 AND seconds = {:.17g}", longest[0])), 0);
   EXPECT_TRUE(log.said(fmt::format("{} kernels were measured while the machine ran slow: the 2 longest", all)))
       << log.text();
   sqlite3_close(db);
