@@ -319,6 +319,30 @@ TEST(LoopKernel, TransposingCopiesRunInTiles) {
   EXPECT_EQ(code({1, 16, 64, 64}, {0, 2, 3, 1}).find("b +="), std::string::npos);  // 16 channels inner
 }
 
+// An innermost loop shorter than a vector (an image read channels-last: 3 channels) is unrolled,
+// not a simd loop of 3 lanes, and the loop around it vectorized (bench/short_inner_loops.cc); a
+// longer one stays the simd loop. Transpose_short_inner_0231 and Sigmoid_of_short_inner_0231
+// check the values.
+TEST(LoopKernel, ShortInnermostLoopsAreUnrolled) {
+  auto code = [](const Shape& s) {
+    GraphBuilder b;
+    ValueId x = b.f32("x", s);
+    return whole_kernel_cpu_code(b.finish({b.node("Transpose", {x}, attrs({{"perm", I{0, 2, 3, 1}}}))}));
+  };
+  const std::string rgb = code({1, 3, 224, 224});
+  EXPECT_NE(rgb.find("#pragma GCC unroll 3\n"), std::string::npos) << rgb;
+  EXPECT_EQ(rgb.find("#pragma omp simd"), std::string::npos) << rgb;
+  // A batch of images: the batch is the parallel loop, the pixels the simd loop.
+  const std::string batch = code({16, 3, 64, 64});
+  EXPECT_NE(batch.find("for (int64_t i0 = 0; i0 < 16; ++i0)"), std::string::npos) << batch;
+  EXPECT_NE(batch.find("#pragma omp simd\n"), std::string::npos) << batch;
+  EXPECT_NE(batch.find("#pragma GCC unroll 3\n"), std::string::npos) << batch;
+  EXPECT_EQ(batch.find("p % "), std::string::npos) << batch;  // no flattened parallel loop
+  const std::string eight = code({1, 8, 64, 64});
+  EXPECT_EQ(eight.find("#pragma GCC unroll"), std::string::npos) << eight;
+  EXPECT_NE(eight.find("#pragma omp simd"), std::string::npos) << eight;
+}
+
 // Row fusion (stages sharing the loop over rows, the row kept in L1 between them): over two loops
 // when the per-row results live one loop deep (windowed attention's softmax: its exp written
 // ahead, the stages reading it back keep the writer's [windows, heads x rows] loops although

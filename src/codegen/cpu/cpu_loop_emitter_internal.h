@@ -34,6 +34,12 @@ using loop::Stage;
 
 // Element-ops above which a stage runs on all threads (a parallel region costs a few us).
 constexpr int64_t kParallelWork = 1 << 15;
+// The shortest innermost pointwise loop printed as a simd loop: a shorter one is unrolled, and the
+// loop around it vectorized instead (an image read channels-last, [N, 224*224, 3]:
+// bench/short_inner_loops.cc), which then stays out of the parallel loops when those around it
+// have at least kShortInnerParallelIters iterations to share.
+constexpr int64_t kShortestSimdLoop = 5;
+constexpr int64_t kShortInnerParallelIters = 16;
 // Most accumulators a kept-inner reduction holds on the stack (its row, or its partial rows): a
 // channels-last column pool merges a whole image row with its channels ([13, 13, 512] pools rows
 // of 6656).
@@ -200,6 +206,9 @@ class StagePrinter {
   bool kept_inner_ = false;
   int split_ = 1;  // reduce_split() of the stage being printed
   loop::TransposeTile tile_;
+  // A pointwise stage whose innermost loop is shorter than kShortestSimdLoop: that loop is unrolled,
+  // and the loop around it is the simd loop (short_inner_simd_) unless it is parallel or shared.
+  bool short_inner_ = false;
   int inner_copies_ = 0, pending_copies_ = 0;  // specialized_inner_loop's budget
   std::map<int, int> alias_;  // select -> the branch it takes (inside an unswitched loop)
   std::map<int, int> index_alias_;  // clamp -> the operand it resolves to (interior of a row)

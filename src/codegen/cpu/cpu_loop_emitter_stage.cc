@@ -31,7 +31,12 @@ void StagePrinter::print() {
   for (int l = 0; l < K; ++l) kept_iters *= st_.loops[static_cast<size_t>(l)].extent;
   // Parallel loops: a prefix of the kept loops, never the pointwise simd loop unless it is the
   // only loop; fused into one when the outermost alone is too short to feed the threads.
-  const int max_par = st_.is_reduction ? (kept_inner_ ? K - 1 : K) : (L == 1 ? 1 : L - 1);
+  int max_par = st_.is_reduction ? (kept_inner_ ? K - 1 : K) : (L == 1 ? 1 : L - 1);
+  if (short_inner_ && L >= 3) {
+    int64_t outside = 1;  // iterations of the loops around the vectorized one
+    for (int l = 0; l < L - 2; ++l) outside *= st_.loops[static_cast<size_t>(l)].extent;
+    if (outside >= kShortInnerParallelIters) max_par = L - 2;
+  }
   int par = 0;
   if (work() >= kParallelWork && kept_iters >= 2 && max_par >= 1) {
     int64_t e = 1;
@@ -186,6 +191,8 @@ void StagePrinter::mark_needed() {
   for (size_t l = 0; l < depth_.size(); ++l) depth_[l] = static_cast<int>(l);
   choose_kept_inner();
   tile_ = loop::find_transpose_tile(st_, imask_, needed_e_);
+  short_inner_ =
+      !st_.is_reduction && !tile_.active() && st_.loops.size() >= 2 && st_.loops.back().extent < kShortestSimdLoop;
   if (tile_.active()) {
     // Nesting of the loops that carry a variable: those before the tile rows, those between the
     // rows and the columns, the rows, the columns (the block loops carry none).
@@ -299,6 +306,7 @@ void StagePrinter::open_loops(int from, int par, int L, int K) {
     specialized_inner_loop(from, assumed);
     return;
   }
+  if (short_inner_ && from == L - 2) w_.line("#pragma omp simd");
   w_.open(loop_header(from));
   after_open(from, L, K);
   w_.close();
@@ -343,7 +351,10 @@ void StagePrinter::specialized_inner_loop(int l, std::map<int, bool>& assumed) {
     if (it != assumed.end()) alias_[static_cast<int>(e)] = n.args[it->second ? 1 : 2];
   }
   ++inner_copies_;
-  w_.line("#pragma omp simd");
+  // A short loop is unrolled: as a simd loop it ran as vector code of a few lanes per outer
+  // iteration (bench/short_inner_loops.cc).
+  w_.line(short_inner_ ? fmt::format("#pragma GCC unroll {}", st_.loops[static_cast<size_t>(l)].extent)
+                       : std::string("#pragma omp simd"));
   w_.open(loop_header(l));
   emit_level(l, false, &live, true);
   for (const loop::Store& s : st_.stores) store(s);
