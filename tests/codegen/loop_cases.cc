@@ -167,12 +167,13 @@ std::vector<LoopCase> op_cases() {
   cs.push_back(single("Transpose_tiled_0312", {2, 5, 36, 40}, [](GraphBuilder& b, ValueId x) {
     return b.node("Transpose", {x}, attrs({{"perm", I{0, 3, 1, 2}}}));
   }));
-  // An image read channels-last (3 channels: an innermost loop too short to vectorize, unrolled),
-  // and a sigmoid of it (a math call in the unrolled loop).
+  // An image read channels-last (3 channels: an innermost loop too short to vectorize, unrolled,
+  // the pixel loop around it the simd loop), and a sigmoid of a batch of 16 of them (a math call in
+  // the unrolled loop; the batch is the parallel loop).
   cs.push_back(single("Transpose_short_inner_0231", {2, 3, 9, 7}, [](GraphBuilder& b, ValueId x) {
     return b.node("Transpose", {x}, attrs({{"perm", I{0, 2, 3, 1}}}));
   }));
-  cs.push_back(single("Sigmoid_of_short_inner_0231", {2, 3, 9, 7}, [](GraphBuilder& b, ValueId x) {
+  cs.push_back(single("Sigmoid_of_short_inner_0231", {16, 3, 16, 17}, [](GraphBuilder& b, ValueId x) {
     return b.node("Sigmoid", {b.node("Transpose", {x}, attrs({{"perm", I{0, 2, 3, 1}}}))});
   }));
   cs.push_back(single("Concat_channels_then_channels_last", {1, 40, 6, 36}, [](GraphBuilder& b, ValueId x) {

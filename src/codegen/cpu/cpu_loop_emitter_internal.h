@@ -207,7 +207,7 @@ class StagePrinter {
   int split_ = 1;  // reduce_split() of the stage being printed
   loop::TransposeTile tile_;
   // A pointwise stage whose innermost loop is shorter than kShortestSimdLoop: that loop is unrolled,
-  // and the loop around it is the simd loop (short_inner_simd_) unless it is parallel or shared.
+  // and the loop around it is the simd loop (open_loops) unless it is parallel or row-fused.
   bool short_inner_ = false;
   int inner_copies_ = 0, pending_copies_ = 0;  // specialized_inner_loop's budget
   std::map<int, int> alias_;  // select -> the branch it takes (inside an unswitched loop)

@@ -30,7 +30,9 @@ void StagePrinter::print() {
   int64_t kept_iters = 1;
   for (int l = 0; l < K; ++l) kept_iters *= st_.loops[static_cast<size_t>(l)].extent;
   // Parallel loops: a prefix of the kept loops, never the pointwise simd loop unless it is the
-  // only loop; fused into one when the outermost alone is too short to feed the threads.
+  // only loop; fused into one when the outermost alone is too short to feed the threads. Under a
+  // short innermost loop (short_inner_), the loop around it is the simd loop and stays out too
+  // when the loops outside it have enough iterations to share.
   int max_par = st_.is_reduction ? (kept_inner_ ? K - 1 : K) : (L == 1 ? 1 : L - 1);
   if (short_inner_ && L >= 3) {
     int64_t outside = 1;  // iterations of the loops around the vectorized one
