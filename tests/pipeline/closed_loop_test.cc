@@ -56,15 +56,9 @@ void scale_in_model_records(const std::string& path, double factor, const std::s
 // The number a query over a tuning database's in-model records returns ("SELECT x FROM records
 // WHERE <in-model> AND where"); `none` when it returns no row.
 double in_model_query(const std::string& path, const std::string& what, const std::string& where, double none) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  const std::string sql = "SELECT " + what + " FROM records WHERE device LIKE '%+in-model' AND " + where;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
-  const double x = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : none;
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return x;
+  const std::vector<double> x =
+      db_column(path, "SELECT " + what + " FROM records WHERE device LIKE '%+in-model' AND " + where);
+  return x.empty() ? none : x[0];
 }
 
 // How many in-model records of a tuning database meet `where`.

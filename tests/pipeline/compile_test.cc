@@ -428,14 +428,9 @@ TEST_F(CompileModel, AGeneratorBumpKeepsTheLibraryCallsTimes) {
   const std::string path = dir_.string() + ".db";
   GeneratorBumped bumped;
   const MeasuredCostStats again = recompile_with(bumped, dir_, path);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM records WHERE generator = 0", -1, &st, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int64(st, 0), again.db_hits);  // what the bump found: those records
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  const std::vector<double> n = db_column(path, "SELECT count(*) FROM records WHERE generator = 0");
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_EQ(static_cast<int64_t>(n[0]), again.db_hits);  // what the bump found: those records
   fs::remove(path);
 }
 
@@ -456,17 +451,8 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   auto exec = [&](const char* sql) { ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql; };
-  // The first column of every row `sql` returns.
-  auto numbers = [&](const std::string& sql) {
-    sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
-    std::vector<double> out;
-    while (sqlite3_step(st) == SQLITE_ROW) out.push_back(sqlite3_column_double(st, 0));
-    sqlite3_finalize(st);
-    return out;
-  };
   auto count = [&](const std::string& sql) {
-    const std::vector<double> n = numbers(sql);
+    const std::vector<double> n = db_column(path, sql);
     EXPECT_EQ(n.size(), 1u) << sql;
     return n.empty() ? int64_t{-1} : static_cast<int64_t>(n[0]);
   };
@@ -492,7 +478,7 @@ TEST_F(CompileModel, RecordsTakenOnASlowMachineAreMeasuredAgainAtItsPace) {
   ASSERT_GT(all, 2);
   // The two longest records' times.
   const std::vector<double> longest =
-      numbers("SELECT seconds FROM records WHERE status = 'ok' ORDER BY seconds DESC LIMIT 2");
+      db_column(path, "SELECT seconds FROM records WHERE status = 'ok' ORDER BY seconds DESC LIMIT 2");
   ASSERT_EQ(longest.size(), 2u);
   // A budget for those two and not a third (each estimated at 30 ms or more).
   o.measured.retake_budget_seconds = retake_estimate_seconds(longest[0]) + retake_estimate_seconds(longest[1]) + 0.01;

@@ -2,15 +2,15 @@
 // artifact folder per test, checked against the reference interpreter) and small graphs.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "ir/interpreter.h"
 #include "ir/random.h"
@@ -86,6 +86,20 @@ struct CompileLog {
     return all;
   }
 };
+
+// The first column of every row `sql` returns from the SQLite database at `path` (a tuning
+// database), as numbers.
+inline std::vector<double> db_column(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+  std::vector<double> out;
+  while (sqlite3_step(st) == SQLITE_ROW) out.push_back(sqlite3_column_double(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
 
 inline CompileOptions analytic(const std::string& target) {
   CompileOptions o;
