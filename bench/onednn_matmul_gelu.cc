@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <vector>
 #include <random>
-#include <xmmintrin.h>
+#include <vector>
+
 #include <pmmintrin.h>
-#include <omp.h>
+#include <xmmintrin.h>
 
 namespace {
 
@@ -98,9 +98,12 @@ int main() {
     };
     for (int pass = 0; pass < 4; ++pass) {
       const bool ftz = pass >= 2;
+      // Every thread of the team oneDNN runs on, the calling one among them.
 #pragma omp parallel
-      { _MM_SET_FLUSH_ZERO_MODE(ftz ? _MM_FLUSH_ZERO_ON : _MM_FLUSH_ZERO_OFF); _MM_SET_DENORMALS_ZERO_MODE(ftz ? _MM_DENORMALS_ZERO_ON : _MM_DENORMALS_ZERO_OFF); }
-      _MM_SET_FLUSH_ZERO_MODE(ftz ? _MM_FLUSH_ZERO_ON : _MM_FLUSH_ZERO_OFF); _MM_SET_DENORMALS_ZERO_MODE(ftz ? _MM_DENORMALS_ZERO_ON : _MM_DENORMALS_ZERO_OFF);
+      {
+        _MM_SET_FLUSH_ZERO_MODE(ftz ? _MM_FLUSH_ZERO_ON : _MM_FLUSH_ZERO_OFF);
+        _MM_SET_DENORMALS_ZERO_MODE(ftz ? _MM_DENORMALS_ZERO_ON : _MM_DENORMALS_ZERO_OFF);
+      }
       std::printf("  %s", ftz ? "FTZ+DAZ: " : "IEEE:    ");
       const double p = median_us(run_plain), f = median_us(run_fused);
       std::printf("  matmul %.1f us, with bias + gelu_erf fused %.1f us (+%.1f)\n", p, f, f - p);
