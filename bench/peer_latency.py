@@ -52,16 +52,25 @@ def make_feeds(rng, feeds, inputs):
     return out
 
 
-def onnxruntime_runner(model, threads, rng, feeds):
+def onnxruntime_session(model, threads, rng, feeds, profile_prefix=None):
+    """(session, feeds, version) as the peer runs; profile_prefix: its profiler on, writing there."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     x = make_feeds(rng, feeds, [(i.name, i.type, i.shape) for i in sess.get_inputs()])
-    return (lambda: sess.run(None, x)), ort.__version__
+    return sess, x, ort.__version__
+
+
+def onnxruntime_runner(model, threads, rng, feeds):
+    sess, x, version = onnxruntime_session(model, threads, rng, feeds)
+    return (lambda: sess.run(None, x)), version
 
 
 def identity_dropouts_as_identity(m):
@@ -103,7 +112,9 @@ def identity_dropouts_as_identity(m):
     return changed
 
 
-def openvino_runner(model, threads, rng, feeds_given):
+def openvino_request(model, threads, rng, feeds_given, extra_config=None):
+    """(infer request, feeds by port, version) as the peer runs; extra_config adds to its configuration
+    (PERF_COUNT for a profile)."""
     import openvino as ov
     # Input names and types from the ONNX file itself, so both peers get the same feeds.
     import onnx
@@ -120,7 +131,7 @@ def openvino_runner(model, threads, rng, feeds_given):
     feeds = make_feeds(rng, feeds_given, ins)
     core = ov.Core()
     config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
-              "NUM_STREAMS": 1}
+              "NUM_STREAMS": 1, **(extra_config or {})}
     note = ""
     try:
         compiled = core.compile_model(model, "CPU", config)
@@ -146,7 +157,12 @@ def openvino_runner(model, threads, rng, feeds_given):
         if not hit:
             sys.exit(f"openvino input {port.get_any_name()} has no ONNX input of that name")
         by_port[port] = feeds[hit[0]]
-    return (lambda: req.infer(by_port)), ov.__version__.split("-")[0] + note
+    return req, by_port, ov.__version__.split("-")[0] + note
+
+
+def openvino_runner(model, threads, rng, feeds_given):
+    req, by_port, version = openvino_request(model, threads, rng, feeds_given)
+    return (lambda: req.infer(by_port)), version
 
 
 def main():

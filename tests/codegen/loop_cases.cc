@@ -85,6 +85,19 @@ std::vector<LoopCase> op_cases() {
     ValueId inf = b.node("Sigmoid", {b.node("Reciprocal", {b.node("Round", {x})})});
     return b.node("Add", {inf, b.node("Sigmoid", {b.node("Sqrt", {x})})});
   }));
+  // Any other exp (korch_exp on the CPU) over its whole range: results past FLT_MAX (inf) and under
+  // 2^-126 (inputs over [-100, 100]), the log of tiny ones (log(exp(-95)) is -95, not -inf), +-inf
+  // (1/round(x)) and NaN (sqrt of negatives).
+  cs.push_back(single("Exp_wide", {3, 200}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Exp", {b.node("Mul", {x, b.scalar(100.f)})});
+  }));
+  cs.push_back(single("Log_Exp_wide", {3, 200}, [](GraphBuilder& b, ValueId x) {
+    return b.node("Log", {b.node("Exp", {b.node("Mul", {x, b.scalar(95.f)})})});
+  }));
+  cs.push_back(single("Exp_inf_nan", {3, 40}, [](GraphBuilder& b, ValueId x) {
+    ValueId inf = b.node("Exp", {b.node("Reciprocal", {b.node("Round", {x})})});
+    return b.node("Add", {inf, b.node("Exp", {b.node("Sqrt", {x})})});
+  }));
   cs.push_back(unary("LeakyRelu", attrs({{"alpha", 0.1f}})));
   cs.push_back(unary("HardSigmoid", attrs({{"alpha", 0.3f}, {"beta", 0.4f}})));
   cs.push_back(unary("Gelu", {}, {3, 50}));

@@ -11,7 +11,7 @@ namespace korch::cpu {
 // Bumped whenever generated code changes what or how fast it computes: part of every tuning-database
 // key and compiled-kernel cache key. (A change to a library step alone bumps its revision instead,
 // cpu_backend.h: kCpuLinearStepRevision, kCpuRecurrentStepRevision.)
-constexpr int kCpuGeneratorVersion = 22;
+constexpr int kCpuGeneratorVersion = 23;
 
 // g++ (or $KORCH_CXX) -std=c++17 -O3 <isa> -fopenmp -fno-math-errno -fno-trapping-math -ffp-contract=off -fPIC
 // -shared, linked with -lmvec -lm, cached under kernels/: no -ffast-math anywhere: vector

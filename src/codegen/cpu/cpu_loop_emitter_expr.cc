@@ -105,8 +105,10 @@ std::string StagePrinter::expr_def(int e) const {
       return fmt::format("({0} >= {1}LL && {0} < {2}LL)", x, n.ivalue, n.ivalue2);
     }
     case ExprOp::kUnary:
-      if (n.fn == Fn::kExp && n.dtype == DType::kFloat32)
+      if (n.fn == Fn::kExp && n.dtype == DType::kFloat32) {
         if (const int v = negated_abs_of(n.args[0]); v >= 0) return fmt::format("korch_exp_negabs({})", operand(v));
+        return fmt::format("korch_exp({})", a(0));  // (the prelude's: no scalar fallback past |v| of 87)
+      }
       return loop::c_operator_expr(st_, n, a);
     case ExprOp::kCast:
     case ExprOp::kSelect:
