@@ -210,7 +210,13 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
                       now, n == taken_slow.size() ? "" : "; later compiles at its pace take the rest"));
     }
   }
-  const bool only_retakes = !todo.empty() && todo.size() == retake.size();
+  // A slow machine is waited for (MachinePace::settle) only when enough is to be measured for the
+  // wait to pay: not for records taken again because the machine ran at its pace a moment ago (a
+  // warm vit_b_16 compile waited 45 s for it to come back, 49 s measuring 117 kernels), nor for a
+  // handful of new kernels (a warm vit_b_16 compile whose closed loop chose another rewrite variant
+  // waited its whole 60 s to measure 4, and took 78.5 s where issue 11 allows 30). Those are
+  // measured now and keep the slow pace; a later compile at the machine's pace measures them again.
+  const bool worth_a_wait = todo.size() >= retake.size() + kKernelsWorthAWait;
   std::stable_sort(todo.begin(), todo.end(), [&](const std::string& a, const std::string& b) {
     return candidates[static_cast<size_t>(first_of[a])].nodes.size() < candidates[static_cast<size_t>(first_of[b])].nodes.size();
   });
@@ -322,9 +328,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
           MeasureOptions mo = options_.measure;
           if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
           if (!mo.before_sample) mo.before_sample = [&dev] { dev.flush_caches(); };  // no-op on the CPU
-          // Measured again only because the machine ran at its pace a moment ago: not waited for
-          // (a warm vit_b_16 compile waited 45 s for it to come back, 49 s measuring 117 kernels).
-          out.pace = pace_->settle(!only_retakes);
+          out.pace = pace_->settle(worth_a_wait);
           out.m = measure([&] { probe.run(); }, mo);
           out.kind = Outcome::Kind::kMeasured;
         }

@@ -42,6 +42,10 @@ namespace korch {
 class Backend;
 class TuningDb;
 
+// The fewest kernels (besides records taken again) a measuring pass waits for a slow machine's pace
+// for: fewer are measured at once (MeasuredCost::prepare).
+constexpr size_t kKernelsWorthAWait = 16;
+
 struct MeasuredCostOptions {
   std::string db_path;          // "" = TuningDb::default_path()
   bool prune = true;            // step 4
