@@ -129,8 +129,8 @@ static inline float korch_exp_negabs(float v) {
 }
 // exp(v) for every other float exp: libmvec's vector expf computes lanes whose result under- or
 // overflows (|v| past about 87) one at a time in a scalar fallback, so a softmax of masked scores
-// (x - max = -100: swin_t's shifted windows, 12% of them) took 9x as long as one without (1311
-// against 147 us on 460992 floats, one thread, FTZ or not; bench/results/exp_and_softmax.md). Here
+// (x - max = -100: swin_t's shifted windows, 12% of them) took 9x as long as one without (1252
+// against 141 us on 460992 floats, one thread, FTZ or not; bench/exp_underflow.cc). Here
 // v is clamped to [-104, 89] (a NaN passes), v = m ln2 + s as above (m = round(v / ln2) in the low
 // bits of t), exp(s) by the same polynomial with its odd coefficients positive, and 2^m applied as
 // two normal factors 2^(m - m/2) and 2^(m/2), so a result past FLT_MAX is inf and one under 2^-126
