@@ -2,6 +2,7 @@
 
   .venv/bin/python bench/cpu_latency.py [--models candy,yolox_nano,...] [--group paper|heldback|all]
                                         [--runs 30] [--rounds 3] [--threads 2] [--cold] [--batch 1,16]
+  .venv/bin/python bench/cpu_latency.py --render RESULTS.json --out RESULTS.md   (the table again, no runs)
 
 For each model: `korch compile MODEL --device cpu -o ART` with measured costs, timed twice: first
 against the tuning database as it is (cold when --cold gives a fresh one), then again (warm: every
@@ -20,6 +21,7 @@ import math
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +41,22 @@ HELDBACK = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
             "transformer_encoder"]
 
 
+def paired_at_pace(r, slow=1.3):
+    """Paired by round over the rounds that began at the machine's pace only (korch bench's
+    pace_by_round, 0 < pace <= slow): per peer, the median over those rounds of its round median
+    over Korch's, the closer peer's; None with fewer than two such rounds. This VM's slow phases
+    slow the three systems unequally, so a bench whose rounds mix phases moves with the mix."""
+    k = r.get("korch", {})
+    pace = k.get("pace_by_round") or []
+    at = [i for i, p in enumerate(pace) if 0 < p <= slow]
+    ratios = []
+    for peer in PEERS:
+        rounds = r.get(peer, {}).get("round_medians_ms") or []
+        if len(at) >= 2 and len(rounds) == len(pace) == len(k.get("round_medians_ms") or []):
+            ratios.append(statistics.median(rounds[i] / k["round_medians_ms"][i] for i in at))
+    return min(ratios) if ratios else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models")
@@ -50,7 +68,26 @@ def main():
     ap.add_argument("--batch", default="1", help="comma-separated batch sizes (a row each)")
     ap.add_argument("--extra-args", default="", help="more korch compile arguments")
     ap.add_argument("--out", default=str(ROOT / "bench/results/cpu_latency.md"))
+    ap.add_argument("--render", metavar="JSON",
+                    help="compile and time nothing: write --out's table again from an earlier run's JSON (new "
+                         "columns on old numbers); its command line and its sections below the table (## headings) "
+                         "are kept from --out as it stands")
     a = ap.parse_args()
+    if a.render:
+        rows = json.loads(Path(a.render).read_text())
+        timed = next((r for r in rows if "korch" in r), {})
+        a.rounds, a.runs, a.threads = timed.get("rounds", a.rounds), timed.get("runs", a.runs), timed.get("threads", a.threads)
+        a.batch = ",".join(sorted({str(r["batch"]) for r in rows}))
+        old = Path(a.out).read_text() if Path(a.out).exists() else ""
+        command = next((ln.split("`")[1] for ln in old.splitlines() if ln.startswith("Command: `")), "?")
+        write_results(rows, a, f"{command}` (its table rendered again from {Path(a.render).name} by "
+                               f"`bench/cpu_latency.py --render", with_json=False)
+        # Sections written by hand below the table (## headings) stay.
+        lines = old.splitlines()
+        kept = next((i for i, ln in enumerate(lines) if ln.startswith("## ")), None)
+        if kept is not None:
+            Path(a.out).write_text(Path(a.out).read_text() + "\n" + "\n".join(lines[kept:]) + "\n")
+        return
     korch = ROOT / "build/korch"
     models = a.models.split(",") if a.models else {"paper": PAPER, "heldback": HELDBACK, "all": PAPER + HELDBACK}[a.group]
     env = dict(os.environ, KORCH_PROGRESS="0")
@@ -106,13 +143,18 @@ def main():
                      "compile_first_summary": first_summary, **res})
         print(f"{name} batch {batch}: compile {times[0]:.1f} s / warm {times[1]:.1f} s", flush=True)
 
+    write_results(rows, a, f".venv/bin/python bench/cpu_latency.py {shlex.join(sys.argv[1:])}")
+
+def write_results(rows, a, command, with_json=True):
+    """Writes the table of `rows` (one per model and batch, as main() collects them) to a.out (and the
+    rows to its .json when with_json) and prints it."""
     def fmt(t):
         return f"{t['median_ms']:.2f} [{t['p10_ms']:.2f}-{t['p90_ms']:.2f}]" if t and "median_ms" in t else "-"
     versions = sorted({r[p]["note"] for r in rows for p in PEERS if "median_ms" in r.get(p, {})})
     lines = [
         "# Korch CPU backend vs onnxruntime and OpenVINO vs Korch unfused",
         "",
-        f"Command: `.venv/bin/python bench/cpu_latency.py {shlex.join(sys.argv[1:])}`  ",
+        f"Command: `{command}`  ",
         f"Machine: {cpu_name()}, {os.cpu_count()} cores; {a.threads} threads for every system; fp32, batch {a.batch}.  ",
         f"Timing: `korch bench`, {a.rounds} alternating rounds x {a.runs} runs after warm-up; ms, median [p10-p90].  ",
         "onnxruntime: ORT_ENABLE_ALL, intra-op threads = threads, sequential.  ",
@@ -127,17 +169,19 @@ def main():
         "Compile: first = `korch compile` against the tuning database as found"
         + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.  ",
         "predicted: the warm compile's manifest plan_seconds; measured / predicted: korch ms over it; compile's pace: "
-        "the machine's while the closed loop ran the kept plan (manifest closed_loop.kept_run_pace).",
+        "the machine's while the closed loop ran the kept plan (manifest closed_loop.kept_run_pace).  ",
+        "paired at pace: paired by round over the rounds that began at the machine's pace only (two or more; "
+        "else -): the figure a mix of slow and fast rounds moves least.",
         "",
         "| model | batch | prims | kernels | micro-batches | reorders | korch ms | onnxruntime ms | openvino ms | unfused ms "
-        "| faster peer | vs faster peer | paired by round | fusion gain | slow rounds | compile first s | compile warm s "
-        "| predicted ms | measured / predicted | compile's pace |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| faster peer | vs faster peer | paired by round | paired at pace | fusion gain | slow rounds | compile first s "
+        "| compile warm s | predicted ms | measured / predicted | compile's pace |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    speedups, paired_speedups = {}, {}
+    speedups, paired_speedups, at_pace_speedups = {}, {}, {}
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['error']} | | | | | | | | | | | | | | |")
             continue
         k, u = r["korch"], r.get("korch_unfused")
         fp = r.get("faster_peer")
@@ -150,6 +194,9 @@ def main():
         psp = min(pairs) if pairs else None
         if psp:
             paired_speedups.setdefault(r["batch"], []).append(psp)
+        asp = paired_at_pace(r)
+        if asp:
+            at_pace_speedups.setdefault(r["batch"], []).append(asp)
         vs = f"{sp:.2f}x" if sp else "-"
         pvs = f"{psp:.2f}x" if psp else "-"
         gain = f"{u['median_ms'] / k['median_ms']:.2f}x" if u else "-"
@@ -157,7 +204,8 @@ def main():
         slow = f"{sum(p > 1.3 for p in pace)} of {len(pace)}" if pace else "-"
         lines.append(f"| {r['model']} | {r['batch']} | {r['primitives']} | {r['kernels']} | {r.get('micro_batches', 1)} | "
                      f"{k.get('reorders_per_run', '-')} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
-                     f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {pvs} | {gain} | {slow} | "
+                     f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {pvs} | "
+                     f"{f'{asp:.2f}x' if asp else '-'} | {gain} | {slow} | "
                      f"{r['compile_first_s']:.0f} | {r['compile_warm_s']:.1f} | "
                      + (f"{r['predicted_ms']:.2f} | {k['median_ms'] / r['predicted_ms']:.2f} | " if r.get("predicted_ms")
                         else "- | - | ")
@@ -171,8 +219,14 @@ def main():
             pg = math.exp(sum(math.log(s) for s in ps) / len(ps))
             lines += [f"Paired by round, against the closer peer: geometric mean **{pg:.2f}x** over {len(ps)} models "
                       f"(Korch faster on {sum(s > 1 for s in ps)})."]
+        if at_pace_speedups.get(batch):
+            ap = at_pace_speedups[batch]
+            ag = math.exp(sum(math.log(s) for s in ap) / len(ap))
+            lines += [f"Paired at pace (models with two or more rounds at the machine's pace): geometric mean "
+                      f"**{ag:.2f}x** over {len(ap)} models (Korch faster on {sum(s > 1 for s in ap)})."]
     Path(a.out).write_text("\n".join(lines) + "\n")
-    Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    if with_json:
+        Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\n".join(lines))
 
 
