@@ -165,6 +165,18 @@ def openvino_runner(model, threads, rng, feeds_given):
     return (lambda: req.infer(by_port)), version
 
 
+def timed_samples(run, warmup, runs):
+    """`runs` wall-clock times of run() in ms, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -185,14 +197,7 @@ def main():
     except ModuleNotFoundError as e:
         print(f"{a.peer} is not installed for {sys.executable} ({e})")
         sys.exit(3)
-    for _ in range(a.warmup):
-        run()
-    times = []
-    for _ in range(a.runs):
-        t0 = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - t0) * 1e3)
-    times.sort()
+    times = sorted(timed_samples(run, a.warmup, a.runs))
     q = lambda p: times[min(len(times) - 1, int(p * len(times)))]
     print(json.dumps({"peer": a.peer, "version": version, "median_ms": statistics.median(times), "p10_ms": q(0.1),
                       "p90_ms": q(0.9), "runs": len(times), "samples_ms": times}))

@@ -15,14 +15,11 @@ profile's per-layer times add to about its whole run (each line says the sum and
 both with the profiler on: OpenVINO's and ONNX Runtime's profilers cost a little per layer).
 """
 import argparse
-import glob
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -89,17 +86,6 @@ def korch_profile(korch, model, art, runs):
     return by, whole
 
 
-def timed_runs(run, runs):
-    for _ in range(3):
-        run()
-    ts = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        run()
-        ts.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(ts)
-
-
 def openvino_profile(model, threads, runs):
     req, feeds, _ = peer_latency.openvino_request(model, threads, np.random.default_rng(0), None,
                                                   {"PERF_COUNT": True})
@@ -118,14 +104,14 @@ def openvino_profile(model, threads, runs):
         c = peer_class(key[1])
         by[c][0] += statistics.median(r.get(key, 0.0) for r in per_run)
         by[c][1] += 1
-    return by, timed_runs(lambda: req.infer(feeds), runs)
+    return by, statistics.median(peer_latency.timed_samples(lambda: req.infer(feeds), 3, runs))
 
 
 def onnxruntime_profile(model, threads, runs):
     with tempfile.TemporaryDirectory() as d:
         sess, x, _ = peer_latency.onnxruntime_session(model, threads, np.random.default_rng(0), None,
                                                      profile_prefix=f"{d}/ort")
-        whole = timed_runs(lambda: sess.run(None, x), runs)
+        whole = statistics.median(peer_latency.timed_samples(lambda: sess.run(None, x), 3, runs))
         path = sess.end_profiling()
         events = json.loads(Path(path).read_text())
     times = defaultdict(list)
