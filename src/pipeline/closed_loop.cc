@@ -211,7 +211,8 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     // Not from a run that stayed noisy after its re-takes (a busy machine's times would steer later
     // plans).
     if (!run.noisy && !drifted) record_kernel_times(run);
-    r.loop.rounds.push_back({predicted, run.end_to_end, departures, run.spread, run.noisy, drift, drifted, refreshed});
+    r.loop.rounds.push_back(
+        {predicted, run.end_to_end, departures, run.spread, run.noisy, drift, drifted, refreshed, run.pace, run.slow});
     say(fmt::format(
         "closed loop, round {}: predicted {:.1f} us, measured {:.1f} us in the model (spread {:.0f}%{}; "
         "per-kernel clock {:.0f} ns a read{}); {} of {} kernels depart from their costs by more than 10%",
@@ -240,6 +241,20 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
           (drift - 1) * 100,
           drift < 1 ? "which a busier machine took"
                     : fmt::format("at the machine's pace ({:.2f}x its best): the machine runs so now", run.pace)));
+      break;
+    }
+    // Not on a run taken in a slow phase of the machine (profile/pace.h): such a phase slows some
+    // kernels 5-15x and others not at all (vit_b_16's layer-norm kernels, which write what the other
+    // core read last: 6-27 us at pace, 112-142 us slow), so a plan solved on those times is the slow
+    // machine's. Its times are stored stamped slow, and a compile at the pace takes them again
+    // (regnet_y_400mf: a closed loop at pace 1.84 solved again to a plan 6.3% slower at pace than
+    // the plan of the isolated costs; bench/results/costs_that_hold_epyc_dec07_gen23.md).
+    if (run.slow) {
+      say(
+          fmt::format("closed loop: the machine ran slow while the plan ran ({:.2f}x its best pace): its kernel times "
+                      "are stored as taken slow (a compile at the machine's pace takes them again), and the plan is "
+                      "not solved again on them",
+                      run.pace));
       break;
     }
     // Solving again pays only when the departures add up: under 3% of the run, the plan holds.
@@ -301,13 +316,15 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
                     kept_round.beside.a * 1e6, kept_round.beside.b * 1e6,
                     best == kept_round.candidate ? "kept" : "not faster in one machine state, round 1's plan kept"));
   }
-  // The plan in `r`, run as `again`, as a round of its own; kept when `timed` and faster in its run,
-  // then faster again beside the plan kept so far (in one machine state). `what` names it.
+  // The plan in `r`, run as `again`, as a round of its own; kept when `timed`, run at the machine's
+  // pace and faster in its run, then faster again beside the plan kept so far (in one machine
+  // state). `what` names it.
   auto challenge = [&](InModelRun again, bool timed, const std::string& what) {
     rounds.push_back({r.orchestration, r.kernels, std::move(again), p});
     const InModelRun& run = rounds.back().run;
-    r.loop.rounds.push_back({r.orchestration.plan.total_seconds(), run.end_to_end, 0, run.spread, run.noisy});
-    if (!timed || run.end_to_end >= rounds[best].run.end_to_end) return false;
+    r.loop.rounds.push_back({r.orchestration.plan.total_seconds(), run.end_to_end, 0, run.spread, run.noisy, 1, false,
+                             false, run.pace, run.slow});
+    if (!timed || run.slow || run.end_to_end >= rounds[best].run.end_to_end) return false;
     const SideBySide s = rounds_side_by_side(rounds.size() - 1, best);
     say(fmt::format("closed loop: beside the plan kept so far (alternating runs) {:.1f} us against {:.1f} us{}",
                     s.a * 1e6, s.b * 1e6, s.a < s.b ? ": " + what + " kept" : ""));
@@ -341,7 +358,11 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   const bool stored_is_kept = stored && stored->note == instances_of(rounds[best].graph, rounds[best].orchestration);
   // (A warm compile's within the loop's budget: its run and side-by-side runs take about two rounds.)
   const bool earlier_in_budget = !warm || since(t_loop) + 2 * round_s <= o.loop_budget_s;
-  if (stored && !stored_within_noise && !stored_is_kept && !drifted && opt.memory_budget < 0 && earlier_in_budget) {
+  // Neither this nor the plan of the isolated costs below challenges a plan whose run was slow: the
+  // side-by-side runs would choose the slow machine's plan (above).
+  const bool kept_ran_slow = rounds[best].run.slow;
+  if (stored && !stored_within_noise && !stored_is_kept && !drifted && !kept_ran_slow && opt.memory_budget < 0 &&
+      earlier_in_budget) {
     std::map<std::string, int> by_instance;
     const auto& cands = r.orchestration.candidates.candidates;
     for (size_t i = 0; i < cands.size(); ++i) by_instance.emplace(in_model.instance(p, cands[i]), static_cast<int>(i));
@@ -384,7 +405,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // took 8 s of its 30; with twice the solve as the estimate, the challenge ran (5.6 s of solve
   // then 12 s in all, its 280 ms runs left out) and the compile took 39 s.
   const double orchestrate_s = r.meta.timing["orchestrate"];
-  if (!drifted && !rounds[best].run.noisy && opt.memory_budget < 0 &&
+  if (!drifted && !kept_ran_slow && !rounds[best].run.noisy && opt.memory_budget < 0 &&
       since(t_loop) + orchestrate_s + round_s <= o.loop_budget_s) {
     RewriteChoiceResult alone = orchestrate_with_rewrites(lowered, isolated, opt);
     const auto sets = kernel_sets(alone.graph, alone.result.plan);
@@ -577,7 +598,9 @@ nlohmann::json loop_rounds_json(const LoopReport& loop, double runs) {
                       {"noisy", x.noisy},
                       {"drift", x.drift},
                       {"drifted", x.drifted},
-                      {"refreshed", x.refreshed}});
+                      {"refreshed", x.refreshed},
+                      {"pace", x.pace},
+                      {"slow", x.slow}});
   return rounds;
 }
 

@@ -130,6 +130,8 @@ struct LoopReport {
     // Below 1 - loop_max_drift even after it, or above it at the machine's pace: its times
     // replaced the stored.
     bool refreshed = false;
+    double pace = 0;    // the machine's while the run was taken (profile/pace.h; 0 unknown)
+    bool slow = false;  // that pace was a slow phase: the plan was not solved again on its times
   };
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)

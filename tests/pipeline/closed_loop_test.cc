@@ -253,6 +253,40 @@ TEST_F(CompileModel, AWarmCompileSolvesAgainOnlyWithinTheLoopsBudget) {
   fs::remove(o.measured.db_path);
 }
 
+// The same departing kernel, with the machine's pace probe saying it runs slow (every pace counts
+// as slow here): the round's times are stored stamped slow, but the plan is not solved again on
+// them, and no other plan challenges it (a slow phase slows some kernels far more than others, and
+// a plan solved or chosen in it is the slow machine's).
+TEST_F(CompileModel, ARunInASlowPhaseIsNotSolvedAgainOn) {
+  const Graph g = matmul_chain();
+  CompileOptions o = compile_matmul_chain(g, dir_.string(), dir_.string() + ".db");
+  o.loop_max_drift = 1e9;
+  scale_in_model_records(o.measured.db_path, 100, " AND note LIKE '%: step 0 of %'");
+  o.measured.pace.enabled = true;
+  o.measured.pace.other_load = [] { return 0.0; };
+  o.measured.pace.slow = 0.5;  // a pace is at least 1: every run is slow
+  const double stored_sum = in_model_sum(o.measured.db_path);
+  CompileLog log;
+  log.attach(o);
+  const CompileResult slow = compile_model(g, dir_.string(), o);
+  ASSERT_TRUE(slow.loop.ran);
+  ASSERT_EQ(slow.loop.rounds.size(), 1u) << log.text();
+  EXPECT_GT(slow.loop.rounds.front().departures, 0) << log.text();
+  EXPECT_TRUE(slow.loop.rounds.front().slow);
+  EXPECT_GE(slow.loop.rounds.front().pace, 1);
+  EXPECT_TRUE(log.said("the plan is not solved again on them")) << log.text();
+  EXPECT_FALSE(log.said("the plan repeats an earlier one")) << log.text();  // (solved again: the same plan)
+  EXPECT_FALSE(log.said("the plan of the isolated costs alone")) << log.text();
+  EXPECT_FALSE(log.said("an earlier compile's plan")) << log.text();
+  const auto rounds = runtime::Executable::load(dir_.string())->manifest().at("closed_loop").at("rounds");
+  EXPECT_TRUE(rounds.at(0).at("slow").get<bool>());
+  // Its times stored (the departing one's among them), each with the run's pace, for a compile at
+  // the machine's pace to leave out and take again.
+  EXPECT_LT(in_model_sum(o.measured.db_path), stored_sum / 2);
+  EXPECT_EQ(count_records(o.measured.db_path, "pace >= 1"), count_records(o.measured.db_path, "1"));
+  fs::remove(o.measured.db_path);
+}
+
 // The loop times only the kernels its plans choose, so a kernel whose stored in-model time is far
 // too high would never run again. The plan of the isolated costs alone runs once after the rounds
 // when no round ran it (its kernels' times are stored as a round's are); when a round ran it (the
