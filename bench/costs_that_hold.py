@@ -52,6 +52,13 @@ def at_pace(times, paces):
     return median(fast) if fast else None
 
 
+def plan_kernels(artifact):
+    """An artifact's plan as its kernels' primitives, by name, in order: two artifacts whose plans
+    are this same list run the same kernels (their benches differ by the machine alone)."""
+    plan = json.loads((Path(artifact) / "plan.json").read_text())
+    return [[p["name"] for p in k["primitives"]] for k in plan["kernels"]]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models")
@@ -112,7 +119,7 @@ def main():
                    ctx_paces=paces["ctx"], iso_paces=paces["iso"],
                    kept_pace=mc.get("closed_loop", {}).get("kept_run_pace", 0),
                    first_loop_paces=[x.get("pace", 0) for x in first_loop.get("rounds", [])],
-                   first_loop_kept=first_loop.get("kept", 0),
+                   first_loop_kept=first_loop.get("kept", 0), same_plan=plan_kernels(ctx) == plan_kernels(iso),
                    ctx_at_pace=at_pace(ms["ctx"], paces["ctx"]), iso_at_pace=at_pace(ms["iso"], paces["iso"]))
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -127,7 +134,8 @@ def main():
              "database has seen; the costs were taken at it), and how many of the rounds did; compile's pace: "
              "the machine's while the closed loop ran the kept plan (manifest closed_loop.kept_run_pace); first "
              "closed loop: the machine's pace in each round of the first closed-loop compile (a slow round, above "
-             f"{SLOW}, is not solved again on) and the round it kept.", "",
+             f"{SLOW}, is not solved again on) and the round it kept. (same plan): both compiles chose the same kernels, so the ratio is the "
+             "machine's run-to-run difference between two copies of one plan.", "",
              "| model | isolated: predicted | measured | measured / predicted | closed loop: predicted | measured | "
              "measured / predicted | at pace: measured | measured / predicted | rounds at pace | compile's pace | "
              "closed-loop plan / isolated plan (bench) | loop rounds | first closed loop: rounds' paces (kept) |",
@@ -139,7 +147,8 @@ def main():
                         else "- | - | ")
                      + f"{sum(1 for p in r['ctx_paces'] if 0 < p <= SLOW)} of {len(r['ctx_paces'])} | "
                      + (f"{r['kept_pace']:.2f} | " if r["kept_pace"] else "- | ")
-                     + f"{r['ctx_meas'] / r['iso_meas']:.3f} | {r['rounds']} | "
+                     + f"{r['ctx_meas'] / r['iso_meas']:.3f}{' (same plan)' if r.get('same_plan') else ''} | "
+                     + f"{r['rounds']} | "
                      + (" ".join(f"{p:.2f}" for p in r["first_loop_paces"]) or "-") + f" ({r['first_loop_kept']}) |")
     lines += ["", "The unfused baseline and the gain compile prints, against `korch bench` (unfused plan in the same run):",
               "", "| model | unfused predicted before (isolated sum) | unfused in the compile (beside the plan) | unfused bench | "

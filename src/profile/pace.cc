@@ -46,13 +46,18 @@ double MachinePace::current() {
 
 double MachinePace::settle(bool wait) {
   if (now_seconds() - last_at_ < options_.interval_seconds) return last_;
-  if (!is_slow(current()) || !wait || waited_ >= options_.max_wait_seconds) return last_;
+  if (!wait) return current();
+  return wait_for_pace();
+}
+
+double MachinePace::wait_for_pace(const std::string& what) {
+  if (!is_slow(current()) || waited_ >= options_.max_wait_seconds) return last_;
   const double start = now_seconds();
   if (say_)
     say_(
         fmt::format("the machine runs slower than its best (pace probe {:.1f} us, {:.2f}x its fastest; no other "
-                    "process on the cores): waiting up to {:.0f} s for it before measuring on",
-                    last_probe_seconds_ * 1e6, last_, options_.max_wait_seconds - waited_));
+                    "process on the cores): waiting up to {:.0f} s for it before {} on",
+                    last_probe_seconds_ * 1e6, last_, options_.max_wait_seconds - waited_, what));
   while (is_slow(last_) && waited_ + (now_seconds() - start) < options_.max_wait_seconds) {
     std::this_thread::sleep_for(std::chrono::duration<double>(options_.retry_seconds));
     current();

@@ -57,6 +57,9 @@ class MachinePace {
   // `retry_seconds`) as long as the wait budget lasts, and says so once per wait.
   // wait = false: no wait (the pace now, probed again after `interval_seconds`).
   double settle(bool wait = true);
+  // settle() now, without its interval: the pace probed now, waited for while slow (within the
+  // wait budget). `what` says what waits ("measuring", "the closed loop's run").
+  double wait_for_pace(const std::string& what = "measuring");
 
   double last() const { return last_; }
   bool is_slow(double pace) const { return pace > options_.slow; }

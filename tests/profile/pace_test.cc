@@ -126,6 +126,21 @@ TEST_F(MachinePaceTest, SettleProbesAtMostOncePerInterval) {
   EXPECT_EQ(dev.probes, 1);
 }
 
+// wait_for_pace() probes now, inside settle()'s interval (a closed-loop run that came out slow
+// waits right after it), and waits for a slow machine as settle() does, naming what waits.
+TEST_F(MachinePaceTest, WaitForPaceProbesNowAndWaits) {
+  PaceOptions o = quick();
+  o.interval_seconds = 60;
+  ScriptedDevice dev({10, 30, 25, 11});
+  std::vector<std::string> said;
+  MachinePace pace(dev, *db_, "dev", o, [&](const std::string& s) { said.push_back(s); });
+  EXPECT_DOUBLE_EQ(pace.settle(), 1.0);
+  EXPECT_DOUBLE_EQ(pace.wait_for_pace("the closed loop's run"), 1.1);
+  EXPECT_EQ(dev.probes, 4);
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[0].find("before the closed loop's run on"), std::string::npos) << said[0];
+}
+
 // The CPU's probe times 100 passes, or once its budget is spent the passes so far (at least 11): a
 // probe on a machine whose cores other processes' threads hold stays short (cpu_device.cc).
 TEST(CpuPaceProbe, ABudgetSpentEndsTheProbeAfterElevenPasses) {
