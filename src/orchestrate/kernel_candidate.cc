@@ -122,6 +122,62 @@ class Closure {
   int stamp_ = 0;
 };
 
+// The row groups of `g` (kernel_candidate.h), each sorted. From each reduce, a connected set of
+// elementwise, broadcast, reduce and Reshape primitives that may join others (not `alone`, not in
+// a scalar group) grows breadth-first, taking a neighbour with the primitives that keep the set
+// convex when those are members too, within kMaxRowGroup. The maximal connected set of members is
+// often not convex: a post-norm layer norm's output is read by the next MatMul and by the
+// residual Add after it, which leads to the next layer norm through that MatMul.
+constexpr size_t kMaxRowGroup = 32;
+
+std::vector<std::vector<NodeId>> row_groups(const Graph& g, const GraphIndex& gi, const std::vector<bool>& alone,
+                                            const std::vector<bool>& grouped, Closure& closure) {
+  const size_t n = g.nodes.size();
+  std::vector<bool> member(n), reduce(n);
+  for (size_t i = 0; i < n; ++i) {
+    const PrimitiveKind k = primitive_kind(g, g.nodes[i]);
+    reduce[i] = k == PrimitiveKind::kReduce;
+    member[i] = !alone[i] && !grouped[i] &&
+                (k == PrimitiveKind::kElementwise || k == PrimitiveKind::kBroadcast || reduce[i] ||
+                 (k == PrimitiveKind::kLayout && g.nodes[i].op_type == "Reshape"));
+  }
+  std::vector<std::vector<NodeId>> out;
+  std::vector<NodeId> grown, closed;
+  for (size_t seed = 0; seed < n; ++seed) {
+    if (!reduce[seed] || !member[seed]) continue;
+    std::vector<NodeId> group{static_cast<NodeId>(seed)};
+    std::vector<bool> tried(n, false);
+    tried[seed] = true;
+    for (size_t next = 0; next < group.size() && group.size() < kMaxRowGroup; ++next) {
+      const size_t v = static_cast<size_t>(group[next]);  // breadth-first: in the order taken
+      for (const auto* adj : {&gi.preds[v], &gi.succs[v]})
+        for (NodeId u : *adj) {
+          if (!member[static_cast<size_t>(u)] || tried[static_cast<size_t>(u)] || group.size() >= kMaxRowGroup)
+            continue;
+          tried[static_cast<size_t>(u)] = true;
+          grown = group;
+          grown.push_back(u);
+          std::sort(grown.begin(), grown.end());
+          // With the primitives its convex closure adds when they are members too (a Mul that
+          // reads the group's mean through a Sqrt and an Expand comes with them); a closure
+          // holding another primitive holds it for every larger group, so u is not tried again.
+          if (!closure.compute(grown, kMaxRowGroup, closed) ||
+              !std::all_of(closed.begin(), closed.end(), [&](NodeId w) { return member[static_cast<size_t>(w)]; }))
+            continue;
+          for (NodeId w : closed)
+            if (!std::binary_search(grown.begin(), grown.end(), w) || w == u) {
+              tried[static_cast<size_t>(w)] = true;
+              group.push_back(w);
+            }
+        }
+    }
+    if (group.size() < 2) continue;
+    std::sort(group.begin(), group.end());
+    if (std::find(out.begin(), out.end(), group) == out.end()) out.push_back(std::move(group));
+  }
+  return out;
+}
+
 }  // namespace
 
 void CandidateSet::reject(const std::vector<NodeId>& nodes, const std::string& reason) {
@@ -325,6 +381,24 @@ CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& option
     record(group);
     ++out.connected_sets;
     ++out.scalar_groups;
+  }
+  if (options.whole_row_groups && options.max_primitives > 1) {
+    for (std::vector<NodeId>& group : row_groups(g, gi, alone, grouped, closure)) {
+      if (seen.count(group)) continue;  // within the caps: enumerated above
+      ++out.connected_sets;
+      std::string why;
+      if (options.prune_unfusable) {
+        KernelCandidate probe;
+        probe.nodes = group;
+        why = unfusable_reason(g, probe, options.rules);
+      }
+      if (!why.empty()) {
+        out.reject(group, "a row group not offered whole (" + why + ")");
+        continue;
+      }
+      record(group);
+      ++out.row_groups;
+    }
   }
   return out;
 }

@@ -26,6 +26,13 @@
 //     made most of a quantized text model's 39k candidates. A group that is not convex (a path
 //     through a tensor primitive leaves it and comes back) or that cannot be emitted whole is
 //     enumerated like any other primitives. Off with `whole_scalar_groups = false`.
+//   * Row groups: from each reduce, the connected convex set of elementwise, broadcast, reduce
+//     and Reshape primitives grown around it breadth-first (at most 32; a layer norm with its
+//     bias and residual adds: ~15 primitives; a softmax) is offered whole too, full and minimal
+//     outputs, even above `max_primitives`, when fusable. The cap keeps the enumeration small,
+//     and left a layer norm in 2-5 kernels, each a pass over the activation that the next reads
+//     again; one candidate per group costs one measurement. Its subsets are enumerated as before,
+//     so the measured costs choose. Off with `whole_row_groups = false`.
 //   * A Concat or view written in place (runtime/memory_plan.h) joins a kernel only with a reader of its
 //     output, and runs alone when no node reads it (enumerate_candidates says why).
 //   * Output sets: "full" = every value computed inside and read outside or a graph output;
@@ -66,6 +73,7 @@ struct CandidateOptions {
   int max_fanout = 4;
   bool offer_minimal_outputs = true;  // false: no-recompute candidates only (full output sets)
   bool whole_scalar_groups = true;    // scalar arithmetic as whole groups only (see above)
+  bool whole_row_groups = true;       // row groups offered whole too (see above)
   // Drop sets that unfusable_reason(rules) (fusion_rules.h) rejects, and stop growing them: the
   // rule is closed under convex supersets (an offending primitive stays offending), and every
   // convex subset of an emittable set is emittable, so no emittable candidate is lost.
@@ -84,6 +92,7 @@ struct CandidateSet {
   int64_t connected_sets = 0;                      // connected subsets visited
   int64_t scalar_primitives = 0;                   // scalar arithmetic fusing only within its group
   int64_t scalar_groups = 0;                       // groups of more than one offered whole (see above)
+  int64_t row_groups = 0;                          // row groups offered whole above the caps (see above)
   std::map<std::string, int64_t> rejected;         // reason -> count
   std::vector<RejectedCandidate> rejected_examples;// up to 5 per reason
   void reject(const std::vector<NodeId>& nodes, const std::string& reason);

@@ -44,6 +44,7 @@ nlohmann::json plan_json(const Graph& g, const OrchestrateResult& r, const Orche
                      {"connected_sets", r.candidates.connected_sets},
                      {"scalar_primitives", r.candidates.scalar_primitives},
                      {"scalar_groups", r.candidates.scalar_groups},
+                     {"row_groups", r.candidates.row_groups},
                      {"infeasible", r.infeasible},
                      {"rejected", r.candidates.rejected},
                      {"infeasible_reasons", r.infeasible_reasons},
