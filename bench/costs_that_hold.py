@@ -120,7 +120,8 @@ def main():
                    kept_pace=mc.get("closed_loop", {}).get("kept_run_pace", 0),
                    first_loop_paces=[x.get("pace", 0) for x in first_loop.get("rounds", [])],
                    first_loop_kept=first_loop.get("kept", 0), same_plan=plan_kernels(ctx) == plan_kernels(iso),
-                   ctx_at_pace=at_pace(ms["ctx"], paces["ctx"]), iso_at_pace=at_pace(ms["iso"], paces["iso"]))
+                   ctx_at_pace=at_pace(ms["ctx"], paces["ctx"]), iso_at_pace=at_pace(ms["iso"], paces["iso"]),
+                   ctx_ms=ms["ctx"], iso_ms=ms["iso"], paired=median([c / i for c, i in zip(ms["ctx"], ms["iso"])]))
         rows.append(row)
         print(json.dumps(row), flush=True)
     lines = ["# Costs that hold: predicted against measured (CPU)", "",
@@ -135,11 +136,14 @@ def main():
              "the machine's while the closed loop ran the kept plan (manifest closed_loop.kept_run_pace); first "
              "closed loop: the machine's pace in each round of the first closed-loop compile (a slow round, above "
              f"{SLOW}, is not solved again on) and the round it kept. (same plan): both compiles chose the same kernels, so the ratio is the "
-             "machine's run-to-run difference between two copies of one plan.", "",
+             "machine's run-to-run difference between two copies of one plan. Paired by round: the median over the "
+             "rounds of the closed-loop plan's round median over the isolated plan's in the same round (they run "
+             "one after the other, so a slow phase of the machine moves both).", "",
              "| model | isolated: predicted | measured | measured / predicted | closed loop: predicted | measured | "
              "measured / predicted | at pace: measured | measured / predicted | rounds at pace | compile's pace | "
-             "closed-loop plan / isolated plan (bench) | loop rounds | first closed loop: rounds' paces (kept) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "closed-loop plan / isolated plan (bench) | paired by round | loop rounds | first closed loop: rounds' paces "
+             "(kept) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['name']} | {r['iso_pred']:.3f} | {r['iso_meas']:.3f} | {r['iso_meas'] / r['iso_pred']:.2f} | "
                      f"{r['ctx_pred']:.3f} | {r['ctx_meas']:.3f} | {r['ctx_meas'] / r['ctx_pred']:.2f} | "
@@ -148,6 +152,7 @@ def main():
                      + f"{sum(1 for p in r['ctx_paces'] if 0 < p <= SLOW)} of {len(r['ctx_paces'])} | "
                      + (f"{r['kept_pace']:.2f} | " if r["kept_pace"] else "- | ")
                      + f"{r['ctx_meas'] / r['iso_meas']:.3f}{' (same plan)' if r.get('same_plan') else ''} | "
+                     + f"{r['paired']:.3f} | "
                      + f"{r['rounds']} | "
                      + (" ".join(f"{p:.2f}" for p in r["first_loop_paces"]) or "-") + f" ({r['first_loop_kept']}) |")
     lines += ["", "The unfused baseline and the gain compile prints, against `korch bench` (unfused plan in the same run):",

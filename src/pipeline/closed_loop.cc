@@ -250,9 +250,11 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     // Not on a run taken in a slow phase of the machine (profile/pace.h): such a phase slows some
     // kernels 5-15x and others not at all (vit_b_16's layer-norm kernels, which write what the other
     // core read last: 6-27 us at pace, 112-142 us slow), so a plan solved on those times is the slow
-    // machine's. Its times are stored stamped slow, and a compile at the pace takes them again
-    // (regnet_y_400mf: a closed loop at pace 1.84 solved again to a plan 6.3% slower at pace than
-    // the plan of the isolated costs; bench/results/costs_that_hold_epyc_dec07_gen23.md).
+    // machine's. Its times are stored stamped slow, and a compile at the pace takes them again.
+    // (regnet_y_400mf: a closed loop at pace 1.84 solved again to a plan that bench measured 6.3%
+    // slower at pace than the plan of the isolated costs, bench/results/
+    // costs_that_hold_epyc_dec07_gen23.md; on that VM two copies of one plan once differed by 11%
+    // over five alternating rounds, costs_that_hold_epyc_dec07b.md, so that one case proves little.)
     if (run.slow) {
       say(
           fmt::format("closed loop: the machine ran slow while the plan ran ({:.2f}x its best pace): its kernel times "
