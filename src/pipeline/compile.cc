@@ -83,6 +83,7 @@ runtime::MemoryReport write_artifact_files(const std::string& dir, const Graph& 
       loop["kept_run_agrees"] = r.loop.agrees;
     }
     if (r.loop.kept_pace > 0) loop["kept_run_pace"] = r.loop.kept_pace;
+    if (r.loop.kept_at_pace) loop["predicted_from_times_at_pace"] = true;
     if (r.loop.to_whole_runs != 1) loop["kept_run_to_whole_runs"] = r.loop.to_whole_runs;
     if (r.loop.kept_drift != 1) loop["kept_run_drift"] = r.loop.kept_drift;
     if (r.loop.kept_scale != 1) loop["kept_run_scaled_to_beside"] = r.loop.kept_scale;

@@ -136,6 +136,7 @@ struct LoopReport {
   std::vector<Round> rounds;
   int kept = 0;                   // the round whose plan was kept (1-based)
   double kept_pace = 0;           // the machine's pace while its run was taken (profile/pace.h; 0 unknown)
+  bool kept_at_pace = false;      // that run was slow: predicted from in-model times taken at the pace
   double to_whole_runs = 1;       // its whole runs' median over its kernels' medians, applied to their times
   bool earlier_plan = false;      // it is an earlier compile's plan, which ran faster again
   bool isolated_plan = false;     // it is the plan of the isolated costs alone, run after the rounds and faster

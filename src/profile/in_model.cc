@@ -202,7 +202,10 @@ void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& c
       if (left_out_.insert(instance_of_key.at(key)).second) ++left_slow_;
       continue;
     }
-    if (by_instance_.emplace(instance_of_key.at(key), r.seconds).second) ++loaded_;
+    if (by_instance_.emplace(instance_of_key.at(key), r.seconds).second) {
+      pace_of_[instance_of_key.at(key)] = r.pace;
+      ++loaded_;
+    }
   }
   for (const KernelCandidate& c : candidates) note_ratio(g, c);
 }
@@ -267,11 +270,23 @@ void InModelCosts::record_whole(const std::string& what, double seconds, const s
   put(whole_signature(what), seconds, note.empty() ? "whole " + what + " plan in the model" : note);
 }
 
-void InModelCosts::record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note) {
+bool InModelCosts::record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note) {
   const std::string inst = instance(g, c);
+  if (pace_ && pace_->is_slow(run_pace_) && at_pace(g, c)) return false;
   by_instance_[inst] = seconds;
+  pace_of_[inst] = run_pace_;
   note_ratio(g, c);
   put(inst, seconds, note);
+  return true;
+}
+
+std::optional<double> InModelCosts::at_pace(const Graph& g, const KernelCandidate& c) const {
+  const std::string inst = instance(g, c);
+  const auto t = by_instance_.find(inst);
+  const auto p = pace_of_.find(inst);
+  if (!pace_ || t == by_instance_.end() || p == pace_of_.end() || !(p->second > 0) || pace_->is_slow(p->second))
+    return std::nullopt;
+  return t->second;
 }
 
 }  // namespace korch

@@ -160,8 +160,13 @@ class InModelCosts : public CostProvider {
   void use_pace(MachinePace* pace) { pace_ = pace; }
   void set_run_pace(double pace) { run_pace_ = pace; }
   int64_t left_slow() const { return left_slow_; }  // records prepare() left out for their pace
-  // Records c's in-model time (and stores it). `note` says where it was taken.
-  void record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note);
+  // Records c's in-model time (and stores it). `note` says where it was taken. Not over a time taken
+  // at the machine's pace when this run's pace (set_run_pace) is slow: a slow phase slows some
+  // kernels many times and others not at all, and the time at the pace is the one plans are solved
+  // on (and a compile at the pace would only take it again). Returns whether it was recorded.
+  bool record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note);
+  // c's in-model time when it was taken at the machine's pace (its pace probe known and not slow).
+  std::optional<double> at_pace(const Graph& g, const KernelCandidate& c) const;
   bool has(const Graph& g, const KernelCandidate& c) const { return by_instance_.count(instance(g, c)) != 0; }
   // has(), or the database held a record that prepare() left out for its pace.
   bool stored(const Graph& g, const KernelCandidate& c) const {
@@ -190,6 +195,7 @@ class InModelCosts : public CostProvider {
   std::string model_key_;
   std::function<std::string(const Graph&, const KernelCandidate&)> step_revision_;
   std::map<std::string, double> by_instance_;
+  std::map<std::string, double> pace_of_;  // by instance: the pace its time in by_instance_ was taken at
   std::set<std::string> left_out_;  // instances whose records prepare() left out for their pace
   // Per recorded instance: in-model / isolated, for the class scales.
   std::map<std::string, double> ratio_linear_, ratio_loop_;
