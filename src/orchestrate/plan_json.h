@@ -5,7 +5,7 @@
 //   { "format": "korch-plan", "version": 1, "model", "device", "cost_model", "layout" ("nchw" or
 //     "channels-last": the activations the convolutions read, rewrite/channels_last.h), "device_spec",
 //     "options": {...}, "graph": {"primitives", "kinds": {kind: count}},
-//     "candidates": {"count", "connected_sets", "scalar_primitives", "scalar_groups" (kernel_candidate.h),
+//     "candidates": {"count", "connected_sets", "scalar_primitives", "scalar_groups", "row_groups" (kernel_candidate.h),
 //                    "infeasible", "rejected": {reason: n},
 //                    "infeasible_reasons": {reason: n}, "rejected_examples": [...]},
 //     "states": {"completed", "count", "no_recompute_cost_s", "seconds"},
