@@ -573,9 +573,10 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
                           "(the slow run measured {:.1f} us), which the slow run does not replace",
                           kept.pace, kept.end_to_end * 1e6)
             : fmt::format("closed loop: the machine ran {:.2f}x slower than its best while the kept plan ran (its pace "
-                          "probe): the predicted latency is the slow machine's, and a compile at its pace takes its "
-                          "kernels' times again",
-                          kept.pace));
+                          "probe): the predicted latency is {}, and a compile at its pace takes its kernels' times "
+                          "again",
+                          kept.pace,
+                          kept_drift != 1 || to_beside ? "given in the quicker state above" : "the slow machine's"));
   const std::string instances = instances_of(p, r.orchestration);
   // The database keeps the fastest plan measured: an earlier one within the noise band, faster
   // when it ran and not run again here, stays (so noise cannot ratchet the record up).
