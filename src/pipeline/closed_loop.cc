@@ -232,10 +232,12 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
     }
     if (drifted) {
       say(
-          fmt::format("closed loop: the run taken again still ran {:+.0f}% against the stored in-model times: a busy "
-                      "machine? Its kernel times are not stored, and the plan is not solved again on them (`korch "
-                      "compile --redo` measures again when the machine has changed for good)",
-                      (drift - 1) * 100));
+          fmt::format("closed loop: the run taken again still ran {:+.0f}% against the stored in-model times: {}. Its "
+                      "kernel times are not stored, and the plan is not solved again on them (`korch compile --redo` "
+                      "measures again when the machine has changed for good)",
+                      (drift - 1) * 100,
+                      run.slow ? fmt::format("the machine ran slow ({:.2f}x its best pace)", run.pace)
+                               : std::string("a busy machine?")));
       break;
     }
     if (refreshed) {
