@@ -1,6 +1,7 @@
-"""Shared by the benchmark scripts: the default model list, running korch, medians."""
+"""Shared by the benchmark scripts: the default model list, running korch, medians, timing a call."""
 import platform
 import subprocess
+import time
 from pathlib import Path
 
 # The paper's five models, then the held-back set (bench/cpu_latency.py's PAPER + HELDBACK).
@@ -29,3 +30,25 @@ def median(xs):
     s = sorted(xs)
     n = len(s)
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+# A pace above this is a slow phase of the machine (src/profile/pace.h PaceOptions::slow; korch
+# bench's pace_by_round gives each round's).
+SLOW_PACE = 1.3
+
+
+def at_pace(paces):
+    """The indices of the rounds that began at the machine's pace (0 < pace <= SLOW_PACE; 0 is unknown)."""
+    return [i for i, p in enumerate(paces) if 0 < p <= SLOW_PACE]
+
+
+def timed_samples(run, warmup, runs):
+    """`runs` wall-clock times of run() in ms, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times

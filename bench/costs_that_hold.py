@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
-from bench_common import DEFAULT_MODELS as DEFAULT, median, run  # noqa: E402
+from bench_common import DEFAULT_MODELS as DEFAULT, SLOW_PACE, at_pace as at_pace_rounds, median, run  # noqa: E402
 
 def printed_gain(manifest):
     """The gain `korch compile` printed: the unfused plan against the plan in alternating runs
@@ -40,15 +40,12 @@ def printed_gain(manifest):
     return manifest["unfused_seconds"] / manifest["plan_seconds"]
 
 
-SLOW = 1.3  # a pace above this is a slow phase of the machine (src/profile/pace.h PaceOptions::slow)
-
-
 def at_pace(times, paces):
     """The median of the rounds that began with the machine at its pace, or None when none did.
 
     The costs a compile stores were taken at the machine's pace (it waits for it, and measures a
     slow record again later): a round in a slow phase times another machine."""
-    fast = [t for t, p in zip(times, paces) if 0 < p <= SLOW]
+    fast = [times[i] for i in at_pace_rounds(paces)]
     return median(fast) if fast else None
 
 
@@ -131,11 +128,11 @@ def main():
              f"{a.rounds} alternating rounds x {a.runs} runs); isolated = `korch compile --isolated-costs` (every "
              "kernel measured alone, the costs before the closed loop); closed loop = `korch compile` (default). "
              "ms, fp32, batch 1. At pace: the median of the rounds of the closed-loop artifact that began with "
-             f"the machine at its pace (`korch bench`'s pace probe at most {SLOW}x the fastest the tuning "
+             f"the machine at its pace (`korch bench`'s pace probe at most {SLOW_PACE}x the fastest the tuning "
              "database has seen; the costs were taken at it), and how many of the rounds did; compile's pace: "
              "the machine's while the closed loop ran the kept plan (manifest closed_loop.kept_run_pace); first "
              "closed loop: the machine's pace in each round of the first closed-loop compile (a slow round, above "
-             f"{SLOW}, is not solved again on) and the round it kept. (same plan): both compiles chose the same kernels, so the ratio is the "
+             f"{SLOW_PACE}, is not solved again on) and the round it kept. (same plan): both compiles chose the same kernels, so the ratio is the "
              "machine's run-to-run difference between two copies of one plan. Paired by round: the median over the "
              "rounds of the closed-loop plan's round median over the isolated plan's in the same round (they run "
              "one after the other, so a slow phase of the machine moves both).", "",
@@ -149,7 +146,7 @@ def main():
                      f"{r['ctx_pred']:.3f} | {r['ctx_meas']:.3f} | {r['ctx_meas'] / r['ctx_pred']:.2f} | "
                      + (f"{r['ctx_at_pace']:.3f} | {r['ctx_at_pace'] / r['ctx_pred']:.2f} | " if r["ctx_at_pace"]
                         else "- | - | ")
-                     + f"{sum(1 for p in r['ctx_paces'] if 0 < p <= SLOW)} of {len(r['ctx_paces'])} | "
+                     + f"{len(at_pace_rounds(r['ctx_paces']))} of {len(r['ctx_paces'])} | "
                      + (f"{r['kept_pace']:.2f} | " if r["kept_pace"] else "- | ")
                      + f"{r['ctx_meas'] / r['iso_meas']:.3f}{' (same plan)' if r.get('same_plan') else ''} | "
                      + f"{r['paired']:.3f} | "

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 import export_models  # noqa: E402
-from bench_common import cpu_name  # noqa: E402
+from bench_common import SLOW_PACE, at_pace, cpu_name  # noqa: E402
 
 PEERS = ("onnxruntime", "openvino")
 PAPER = ["candy", "segformer_b0", "efficientvit_b0", "yolox_nano", "yolov4"]
@@ -41,14 +41,14 @@ HELDBACK = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
             "transformer_encoder"]
 
 
-def paired_at_pace(r, slow=1.3):
+def paired_at_pace(r):
     """Paired by round over the rounds that began at the machine's pace only (korch bench's
-    pace_by_round, 0 < pace <= slow): per peer, the median over those rounds of its round median
+    pace_by_round, bench_common.at_pace): per peer, the median over those rounds of its round median
     over Korch's, the closer peer's; None with fewer than two such rounds. This VM's slow phases
     slow the three systems unequally, so a bench whose rounds mix phases moves with the mix."""
     k = r.get("korch", {})
     pace = k.get("pace_by_round") or []
-    at = [i for i, p in enumerate(pace) if 0 < p <= slow]
+    at = at_pace(pace)
     ratios = []
     for peer in PEERS:
         rounds = r.get(peer, {}).get("round_medians_ms") or []
@@ -201,7 +201,7 @@ def write_results(rows, a, command, with_json=True):
         pvs = f"{psp:.2f}x" if psp else "-"
         gain = f"{u['median_ms'] / k['median_ms']:.2f}x" if u else "-"
         pace = k.get("pace_by_round") or []
-        slow = f"{sum(p > 1.3 for p in pace)} of {len(pace)}" if pace else "-"
+        slow = f"{sum(p > SLOW_PACE for p in pace)} of {len(pace)}" if pace else "-"
         lines.append(f"| {r['model']} | {r['batch']} | {r['primitives']} | {r['kernels']} | {r.get('micro_batches', 1)} | "
                      f"{k.get('reorders_per_run', '-')} | {fmt(k)} | {fmt(r.get('onnxruntime'))} | "
                      f"{fmt(r.get('openvino'))} | {fmt(u)} | {fp or '-'} | {vs} | {pvs} | "

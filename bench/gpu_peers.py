@@ -87,6 +87,8 @@ from types import ModuleType
 from typing import Any, Callable, Iterator
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from bench_common import timed_samples  # noqa: E402
 WARMUP = 3            # untimed calls before each peer's timed calls, every round
 MATCH_REL_L2 = 1e-3   # compiled vs eager agreement threshold
 
@@ -270,23 +272,19 @@ def max_rel_l2(ref: list[Any], got: list[Any]) -> float:
 
 def time_calls(fn: Callable[[], Any], n: int, cuda: bool) -> list[float]:
     """n calls of fn, one at a time; milliseconds each."""
+    if not cuda:
+        return timed_samples(fn, 0, n)
     import torch
 
     samples: list[float] = []
-    if cuda:
-        for _ in range(n):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end))
-    else:
-        for _ in range(n):
-            t0 = time.perf_counter()
-            fn()
-            samples.append((time.perf_counter() - t0) * 1e3)
+    for _ in range(n):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
     return samples
 
 
@@ -576,15 +574,7 @@ def serve(em: ModuleType, name: str, batch: int, device_arg: str, no_compile: bo
                 if fn is None:
                     why = [e for e in errors if e.startswith(words[1] + ":")]
                     raise CommandError(why[0] if why else f"no peer {words[1]!r} (eager, compile)")
-                warmup, runs = int(words[2]), int(words[3])
-                for _ in range(warmup):
-                    fn()
-                samples = []
-                for _ in range(runs):
-                    t0 = time.perf_counter()
-                    fn()
-                    samples.append((time.perf_counter() - t0) * 1e3)
-                answer({"samples_ms": samples})
+                answer({"samples_ms": timed_samples(fn, int(words[2]), int(words[3]))})
             except CommandError as e:
                 answer({"error": str(e)})
             except Exception as e:  # e.g. out of memory: said, and the loop goes on

@@ -19,9 +19,12 @@ import argparse
 import json
 import statistics
 import sys
-import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import timed_samples  # noqa: E402
 
 TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
          "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
@@ -163,18 +166,6 @@ def openvino_request(model, threads, rng, feeds_given, extra_config=None):
 def openvino_runner(model, threads, rng, feeds_given):
     req, by_port, version = openvino_request(model, threads, rng, feeds_given)
     return (lambda: req.infer(by_port)), version
-
-
-def timed_samples(run, warmup, runs):
-    """`runs` wall-clock times of run() in ms, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return times
 
 
 def main():

@@ -104,14 +104,14 @@ def openvino_profile(model, threads, runs):
         c = peer_class(key[1])
         by[c][0] += statistics.median(r.get(key, 0.0) for r in per_run)
         by[c][1] += 1
-    return by, statistics.median(peer_latency.timed_samples(lambda: req.infer(feeds), 3, runs))
+    return by, statistics.median(bench_common.timed_samples(lambda: req.infer(feeds), 3, runs))
 
 
 def onnxruntime_profile(model, threads, runs):
     with tempfile.TemporaryDirectory() as d:
         sess, x, _ = peer_latency.onnxruntime_session(model, threads, np.random.default_rng(0), None,
                                                      profile_prefix=f"{d}/ort")
-        whole = statistics.median(peer_latency.timed_samples(lambda: sess.run(None, x), 3, runs))
+        whole = statistics.median(bench_common.timed_samples(lambda: sess.run(None, x), 3, runs))
         path = sess.end_profiling()
         events = json.loads(Path(path).read_text())
     times = defaultdict(list)
