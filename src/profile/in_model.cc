@@ -272,7 +272,7 @@ void InModelCosts::record_whole(const std::string& what, double seconds, const s
 
 bool InModelCosts::record(const Graph& g, const KernelCandidate& c, double seconds, const std::string& note) {
   const std::string inst = instance(g, c);
-  if (pace_ && pace_->is_slow(run_pace_) && at_pace(g, c)) return false;
+  if (pace_ && pace_->is_slow(run_pace_) && at_pace(inst)) return false;
   by_instance_[inst] = seconds;
   pace_of_[inst] = run_pace_;
   note_ratio(g, c);
@@ -281,7 +281,10 @@ bool InModelCosts::record(const Graph& g, const KernelCandidate& c, double secon
 }
 
 std::optional<double> InModelCosts::at_pace(const Graph& g, const KernelCandidate& c) const {
-  const std::string inst = instance(g, c);
+  return at_pace(instance(g, c));
+}
+
+std::optional<double> InModelCosts::at_pace(const std::string& inst) const {
   const auto t = by_instance_.find(inst);
   const auto p = pace_of_.find(inst);
   if (!pace_ || t == by_instance_.end() || p == pace_of_.end() || !(p->second > 0) || pace_->is_slow(p->second))

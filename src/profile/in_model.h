@@ -185,6 +185,7 @@ class InModelCosts : public CostProvider {
 
  private:
   void note_ratio(const Graph& g, const KernelCandidate& c);
+  std::optional<double> at_pace(const std::string& instance) const;  // at_pace() by instance hash
   std::string whole_signature(const std::string& what) const;  // a whole plan's record of this model
   // Stores one record under (signature, device_, generator_), committed at once.
   void put(const std::string& signature, double seconds, const std::string& note);
