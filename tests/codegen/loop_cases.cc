@@ -303,6 +303,18 @@ std::vector<LoopCase> op_cases() {
   for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"})
     cs.push_back(single(fmt::format("{}_global_pool_channels_last", op), {1, 3001, 24},
                         [=](GraphBuilder& b, ValueId x) { return b.reduce(op, x, {1}); }));
+  // Layer-norm rows whose mean is 1e4 times their spread: the centring needs the reference's
+  // mean to its last bits, which f32 accumulators do not give (tried 2026-12-07: 8e-4 to 1.2e-3
+  // relative L2 here on the CUDA printer's schedules, 1.45e-3 for a LayerNormalization model on
+  // the CPU; 1e-5 at 100 times). So f32 sums accumulate in f64 (loop_kernel.cc).
+  cs.push_back(single("layernorm_offset_rows", {4, 768}, [](GraphBuilder& b, ValueId x) {
+    const Shape s{4, 768};
+    ValueId xo = b.node("Add", {x, b.scalar(1e4f)});
+    ValueId mean = b.reduce("ReduceMean", xo, {-1});
+    ValueId xm = b.node("Sub", {xo, expand_to(b, mean, s)});
+    ValueId var = b.reduce("ReduceMean", b.node("Mul", {xm, xm}), {-1});
+    return b.node("Div", {xm, expand_to(b, b.node("Sqrt", {b.node("Add", {var, b.scalar(1e-5f)})}), s)});
+  }));
   for (const char* op : {"ArgMax", "ArgMin"})
     for (int64_t axis : {0, 2})
       for (int64_t last : {0, 1})
