@@ -184,6 +184,9 @@ struct MicroBatchReport {
   int64_t runs() const { return chosen ? batches / size : 1; }  // plan runs per model run
 };
 nlohmann::json micro_batch_json(const MicroBatchReport& m);
+// Why none of m.trials was kept, trial by trial: slower, not beyond the noise (kBeyondNoise), or
+// faster but in runs too noisy to trust. "" without trials.
+std::string micro_batch_why_not(const MicroBatchReport& m);
 
 struct CompileResult {
   Graph primitives;

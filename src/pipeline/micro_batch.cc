@@ -175,6 +175,23 @@ nlohmann::json micro_batch_json(const MicroBatchReport& m) {
           {"micro_s", m.micro_s}, {"why_not", m.why_not}, {"trials", trials}};
 }
 
+std::string micro_batch_why_not(const MicroBatchReport& m) {
+  std::string why;
+  for (const auto& t : m.trials) {
+    const bool faster = t.seconds < kBeyondNoise * t.against;
+    const char* verdict = t.kept    ? "kept"
+                          : t.noisy ? (faster ? "faster, but in runs too noisy to trust" : "not faster (noisy runs)")
+                          : t.seconds >= t.against ? "slower"
+                                                   : "not faster beyond the noise (3%)";
+    const std::string against =
+        t.against_size > 0 ? fmt::format("{} runs of the batch-{} plan", m.batches / t.against_size, t.against_size)
+                           : fmt::format("the batch-{} plan", m.batches);
+    why += fmt::format("{}{} runs of the batch-{} plan {:.1f} us against {} {:.1f} us: {}", why.empty() ? "" : "; ",
+                       m.batches / t.size, t.size, t.seconds * 1e6, against, t.against * 1e6, verdict);
+  }
+  return why;
+}
+
 void choose_micro_batches(const Graph& model, const std::string& dir, const std::vector<int64_t>& sizes, bool timed,
                           int cpu_threads, double max_spread, CompileResult& r, const MicroBatchSteps& steps,
                           const std::function<void(const std::string&)>& say) {
@@ -254,11 +271,7 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
   }
   if (!best) {
     if (!m.trials.empty()) {
-      m.why_not = fmt::format("the batch-{} plan was faster:", m.batches);
-      for (const auto& t : m.trials)
-        m.why_not += fmt::format(" {} runs of the batch-{} plan {:.1f} us against {:.1f} us;", m.batches / t.size,
-                                 t.size, t.seconds * 1e6, t.against * 1e6);
-      m.why_not.pop_back();
+      m.why_not = micro_batch_why_not(m);
     }
     if (m.batches > 1 && m.trials.empty()) say("micro-batches: not used: " + m.why_not);  // else the summary says
     r.micro = m;

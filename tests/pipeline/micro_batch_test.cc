@@ -272,5 +272,34 @@ TEST_F(MicroBatchCompile, TheLoaderRunsAProgramsMicroBatches) {
   EXPECT_THROW(runtime::Executable::load(dir_.path().string()), Error);
 }
 
+// The record of trials that lost says why each lost: a faster trial in noisy runs is not "the
+// batch-N plan was faster" (a batch-16 mobilenet_v2 compile said so of 79.3 ms against 98.3 ms).
+TEST(MicroBatchWhyNot, SaysWhyEachTrialLost) {
+  MicroBatchReport m;
+  m.batches = 16;
+  m.trials.push_back({4, 0.0793, 0.0983, 0, true, false});   // faster, noisy
+  m.trials.push_back({1, 0.1157, 0.1026, 0, false, false});  // slower
+  m.trials.push_back({2, 0.1010, 0.1026, 0, false, false});  // within the noise
+  m.trials.push_back({8, 0.0900, 0.0800, 4, true, false});   // slower than a micro-batched plan, noisy
+  const std::string why = micro_batch_why_not(m);
+  EXPECT_NE(why.find("4 runs of the batch-4 plan 79300.0 us against the batch-16 plan 98300.0 us: faster, but in "
+                     "runs too noisy to trust"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("16 runs of the batch-1 plan 115700.0 us against the batch-16 plan 102600.0 us: slower"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("8 runs of the batch-2 plan 101000.0 us against the batch-16 plan 102600.0 us: not faster "
+                     "beyond the noise"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("2 runs of the batch-8 plan 90000.0 us against 4 runs of the batch-4 plan 80000.0 us: not "
+                     "faster (noisy runs)"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("was faster"), std::string::npos) << why;
+  EXPECT_TRUE(micro_batch_why_not(MicroBatchReport{}).empty());
+}
+
 }  // namespace
 }  // namespace korch
