@@ -7,6 +7,8 @@
 //   OMP_NUM_THREADS=2 /tmp/omp_wait_policy 30                       # libgomp's defaults
 //   OMP_NUM_THREADS=2 GOMP_SPINCOUNT=10000000 /tmp/omp_wait_policy 30
 //   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active /tmp/omp_wait_policy 30
+//   OMP_NUM_THREADS=2 /tmp/omp_wait_policy 30 0                     # no idle gap between samples
+// bench/slow_phase_watch.sh runs it every few seconds, on two threads and on each core alone.
 #include <omp.h>
 
 #include <algorithm>
@@ -45,14 +47,15 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   const int samples = argc > 1 ? std::atoi(argv[1]) : 30;
+  const long gap_ms = argc > 2 ? std::atol(argv[2]) : 200;  // idle between samples
   passes_ms<false>(50);
   passes_ms<true>(50);
   std::vector<double> st, dy;
   for (int i = 0; i < samples; ++i) {
     st.push_back(passes_ms<false>(100));
     dy.push_back(passes_ms<true>(100));
-    const timespec pause{0, 200000000};
-    nanosleep(&pause, nullptr);
+    const timespec pause{gap_ms / 1000, (gap_ms % 1000) * 1000000};
+    if (gap_ms > 0) nanosleep(&pause, nullptr);
   }
   std::printf("100 passes, ms: static median %.2f (min %.2f), dynamic median %.2f (min %.2f), %d samples\n",
               median(st), *std::min_element(st.begin(), st.end()), median(dy),
