@@ -175,20 +175,28 @@ nlohmann::json micro_batch_json(const MicroBatchReport& m) {
           {"micro_s", m.micro_s}, {"why_not", m.why_not}, {"trials", trials}};
 }
 
+namespace {
+
+// One trial against the plan it was timed beside, and its verdict: the progress line and the
+// record of trials that lost both say it this way.
+std::string describe_trial(int64_t batches, const MicroBatchReport::Trial& t) {
+  const bool faster = t.seconds < kBeyondNoise * t.against;
+  const char* verdict = t.kept    ? "kept"
+                        : t.noisy ? (faster ? "faster, but in runs too noisy to trust" : "not faster (noisy runs)")
+                        : t.seconds >= t.against ? "slower"
+                                                 : "not faster beyond the noise (3%)";
+  const std::string against =
+      t.against_size > 0 ? fmt::format("{} runs of the batch-{} plan", batches / t.against_size, t.against_size)
+                         : fmt::format("the batch-{} plan", batches);
+  return fmt::format("{} runs of the batch-{} plan {:.1f} us against {} {:.1f} us: {}", batches / t.size, t.size,
+                     t.seconds * 1e6, against, t.against * 1e6, verdict);
+}
+
+}  // namespace
+
 std::string micro_batch_why_not(const MicroBatchReport& m) {
   std::string why;
-  for (const auto& t : m.trials) {
-    const bool faster = t.seconds < kBeyondNoise * t.against;
-    const char* verdict = t.kept    ? "kept"
-                          : t.noisy ? (faster ? "faster, but in runs too noisy to trust" : "not faster (noisy runs)")
-                          : t.seconds >= t.against ? "slower"
-                                                   : "not faster beyond the noise (3%)";
-    const std::string against =
-        t.against_size > 0 ? fmt::format("{} runs of the batch-{} plan", m.batches / t.against_size, t.against_size)
-                           : fmt::format("the batch-{} plan", m.batches);
-    why += fmt::format("{}{} runs of the batch-{} plan {:.1f} us against {} {:.1f} us: {}", why.empty() ? "" : "; ",
-                       m.batches / t.size, t.size, t.seconds * 1e6, against, t.against * 1e6, verdict);
-  }
+  for (const auto& t : m.trials) why += (why.empty() ? "" : "; ") + describe_trial(m.batches, t);
   return why;
 }
 
@@ -245,15 +253,7 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
         // No switch on a measurement that stayed noisy.
         trial.kept = !trial.noisy && side.b < kBeyondNoise * side.a;
         if (!best) m.whole_s = side.a;
-        say(fmt::format(
-            "micro-batches: {} runs of the batch-{} plan {:.1f} us against {} {:.1f} us (alternating runs): {}",
-            m.batches / k, k, side.b * 1e6,
-            best ? fmt::format("{} runs of the batch-{} plan", m.batches / best->micro.size, best->micro.size)
-                 : fmt::format("the batch-{} plan", m.batches),
-            side.a * 1e6,
-            trial.kept    ? "kept"
-            : trial.noisy ? "not kept (still noisy)"
-                          : "not kept"));
+        say("micro-batches, in alternating runs: " + describe_trial(m.batches, trial));
       }
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kIo) throw;
