@@ -7,6 +7,8 @@
 //
 //   g++ -O2 -std=c++17 bench/onednn_eltwise_postops.cc -ldnnl -o /tmp/eltwise_postops
 //   OMP_NUM_THREADS=2 /tmp/eltwise_postops
+// It builds against oneDNN 3.x too (PyPI's onednn-cpu-gomp + onednn-devel-cpu-gomp 2023.2 = 3.2,
+// unpacked with unzip; bench/results/onednn_eltwise_postops.md has the command).
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -32,14 +34,22 @@ double median_us(engine& eng, stream& st, const Shape& s, Post post, const char*
   const memory::desc src({1, s.ic, s.hw, s.hw}, memory::data_type::f32, tag::nhwc);
   const memory::desc dst({1, s.oc, out, out}, memory::data_type::f32, tag::nhwc);
   const memory::desc wd(w, memory::data_type::f32, tag::any), bd({s.oc}, memory::data_type::f32, tag::x);
+  post_ops po;
+  primitive_attr attr;
+#if DNNL_VERSION_MAJOR >= 3  // v3 API: no op descriptors, no eltwise scale
+  if (post == Post::kSwish) po.append_eltwise(algorithm::eltwise_swish, 1.f, 0.f);
+  if (post == Post::kLogistic) po.append_eltwise(algorithm::eltwise_logistic, 0.f, 0.f);
+  attr.set_post_ops(po);
+  convolution_forward::primitive_desc pd(eng, prop_kind::forward_inference, algorithm::convolution_direct, src, wd, bd,
+                                         dst, {s.stride, s.stride}, {pad, pad}, {pad, pad}, attr);
+#else
   convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, wd, bd, dst,
                               {s.stride, s.stride}, {pad, pad}, {pad, pad});
-  post_ops po;
   if (post == Post::kSwish) po.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f);
   if (post == Post::kLogistic) po.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f);
-  primitive_attr attr;
   attr.set_post_ops(po);
   convolution_forward::primitive_desc pd(d, attr, eng);
+#endif
   memory sm(src, eng), dm(dst, eng), wm(pd.weights_desc(), eng), bm(bd, eng);
   auto fill = [](memory& m, size_t bytes, float v) {
     float* p = static_cast<float*>(m.get_data_handle());
@@ -70,6 +80,7 @@ int main() {
   const Shape shapes[] = {{3, 32, 224, 3, 2, 1},    {32, 32, 112, 3, 1, 32},  {16, 96, 112, 1, 1, 1},
                           {96, 96, 112, 3, 2, 96},  {24, 144, 56, 1, 1, 1},   {144, 144, 56, 3, 1, 144},
                           {40, 240, 28, 1, 1, 1},   {80, 480, 14, 1, 1, 1}};
+  std::printf("oneDNN %d.%d\n\n", DNNL_VERSION_MAJOR, DNNL_VERSION_MINOR);
   std::printf("| ic | oc | hw | k | stride | groups | impl | none us | swish us | logistic us | swish adds us | outputs |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& s : shapes) {
