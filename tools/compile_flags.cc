@@ -10,6 +10,7 @@
 #include "orchestrate/analytic_cost.h"
 #include "support/error.h"
 #include "support/file_io.h"
+#include "support/strings.h"
 
 namespace korch::cli {
 
@@ -257,15 +258,20 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
                o.unfused_seconds * 1e6, o.unfused_seconds / std::max(o.plan.total_seconds(), 1e-30),
                measured ? (options.close_loop ? "measured" : "isolated measured") : "analytic");
   }
+  // Trials an earlier compile timed (MicroBatchMemory) say when.
+  const std::string recalled = r.micro.recalled > 0 ? fmt::format(" of an earlier compile, {}; --redo times them again",
+                                                                  utc_minute(r.micro.recalled))
+                                                    : "";
   if (r.micro.chosen)
     fmt::print(
         "  micro-batches: the batch of {} runs as {} runs of this batch-{} plan (the times above are one run's){}\n",
         r.micro.batches, r.micro.runs(), r.micro.size,
-        r.micro.micro_s > 0 ? fmt::format(": {:.1f} us against {:.1f} us for the batch-{} plan (alternating runs)",
-                                          r.micro.micro_s * 1e6, r.micro.whole_s * 1e6, r.micro.batches)
+        r.micro.micro_s > 0 ? fmt::format(": {:.1f} us against {:.1f} us for the batch-{} plan (alternating runs{})",
+                                          r.micro.micro_s * 1e6, r.micro.whole_s * 1e6, r.micro.batches, recalled)
                             : "");
   else if (!r.micro.trials.empty())
-    fmt::print("  micro-batches: not used: {}\n", r.micro.why_not);
+    fmt::print("  micro-batches: not used{}: {}\n",
+               r.micro.recalled > 0 ? fmt::format(" (the trials{})", recalled) : "", r.micro.why_not);
   // "optimal" only when proven; a solver that stopped at the gap asked says so.
   const std::string status = s.status == SolveStatus::kOptimal && s.gap > 0
                                  ? fmt::format("within the {:.3g}% gap asked", 100 * options.orchestrate.rel_gap)

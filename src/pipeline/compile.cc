@@ -378,23 +378,38 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   bo.cpu_threads = o.cpu_threads;
   std::unique_ptr<Backend> owned = o.backend ? nullptr : make_backend(o.target, bo);
   Backend* backend = o.backend ? o.backend : owned.get();
-  CompileResult r = compile_graph(model, artifact_dir, o, backend);
   // "auto" decides by timing the artifacts here (run_side_by_side), so it needs measured costs and a
   // target that runs on this machine: the CPU (a CUDA artifact's timing device may be the emulator).
   const bool timed = o.micro_batch == "auto";
-  if (!o.unfused && !micro_sizes.empty() && (!timed || (o.cost == CostSource::kMeasured && backend->name() == "cpu"))) {
-    MicroBatchSteps steps;
-    steps.compile = [&](const Graph& g, const std::string& dir, int64_t k) {
-      CompileOptions mo = o;
-      mo.micro_batch = "off";
-      if (o.log) mo.log = [&o, k](const std::string& line) { o.log(fmt::format("batch {}: {}", k, line)); };
-      return compile_graph(g, dir, mo, backend);
-    };
-    steps.write = [&](CompileResult& micro, const std::string& dir) {
-      micro.meta.cost_extra["micro_batches"] = micro.micro.runs();  // plan.json: its costs are one micro-batch's
-      micro.memory = write_artifact_files(dir, micro.primitives, *backend, micro, o);
-    };
-    choose_micro_batches(model, artifact_dir, micro_sizes, timed, o.cpu_threads, o.loop_max_spread, r, steps, say);
+  const bool micro_step =
+      !o.unfused && !micro_sizes.empty() && (!timed || (o.cost == CostSource::kMeasured && backend->name() == "cpu"));
+  MicroBatchSteps steps;
+  steps.compile = [&](const Graph& g, const std::string& dir, int64_t k) {
+    CompileOptions mo = o;
+    mo.micro_batch = "off";
+    if (o.log) mo.log = [&o, k](const std::string& line) { o.log(fmt::format("batch {}: {}", k, line)); };
+    return compile_graph(g, dir, mo, backend);
+  };
+  steps.write = [&](CompileResult& micro, const std::string& dir) {
+    micro.meta.cost_extra["micro_batches"] = micro.micro.runs();  // plan.json: its costs are one micro-batch's
+    micro.memory = write_artifact_files(dir, micro.primitives, *backend, micro, o);
+  };
+  // What an earlier compile's trials decided, when the model has a batch to split.
+  std::optional<MicroBatchMemory> memory;
+  std::optional<MicroBatchReport> earlier;
+  if (micro_step && timed && !model.inputs.empty() && !model.type(model.inputs[0]).shape.empty() &&
+      model.type(model.inputs[0]).shape[0] > 1 && backend->timing_device()) {
+    memory.emplace(o.measured.db_path, backend->timing_device()->id(), backend->generator_version(), model, micro_sizes,
+                   o.measured.redo);
+    earlier = memory->recall();
+  }
+  CompileResult r;
+  if (!earlier || !earlier->chosen || !compile_earlier_micro_batches(model, artifact_dir, *earlier, r, steps, say)) {
+    if (earlier && earlier->chosen) earlier.reset();  // its plan did not compile: the trials run again
+    r = compile_graph(model, artifact_dir, o, backend);
+    if (micro_step)
+      choose_micro_batches(model, artifact_dir, micro_sizes, timed, o.cpu_threads, o.loop_max_spread, r, steps, say,
+                           memory ? &*memory : nullptr, earlier ? &*earlier : nullptr);
   }
   // The compiled-kernel cache stays under its cap (cache_folder.h): least recently used out first.
   if (cache_limit >= 0) {

@@ -181,6 +181,9 @@ struct MicroBatchReport {
   std::vector<Trial> trials;        // micro-batch sizes compiled, in order
   double whole_s = 0, micro_s = 0;  // "auto": the batch-N plan and the chosen one, as timed (seconds)
   std::string why_not;              // not chosen: why
+  // "auto": when the trials are an earlier compile's (MicroBatchMemory, pipeline/micro_batch.h), the
+  // unix time they were recorded at; 0 when they were timed by this compile.
+  int64_t recalled = 0;
   int64_t runs() const { return chosen ? batches / size : 1; }  // plan runs per model run
 };
 nlohmann::json micro_batch_json(const MicroBatchReport& m);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -12,9 +13,14 @@
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/tensor_compare.h"
+#include "ir/text_format.h"
 #include "profile/in_model.h"
+#include "profile/pace.h"
+#include "profile/tuning_db.h"
 #include "support/error.h"
 #include "support/file_io.h"
+#include "support/hash.h"
+#include "support/strings.h"
 
 namespace korch {
 
@@ -171,8 +177,86 @@ nlohmann::json micro_batch_json(const MicroBatchReport& m) {
                       {"against_size", t.against_size},
                       {"noisy", t.noisy},
                       {"kept", t.kept}});
-  return {{"batches", m.batches}, {"size", m.size},       {"chosen", m.chosen}, {"whole_s", m.whole_s},
-          {"micro_s", m.micro_s}, {"why_not", m.why_not}, {"trials", trials}};
+  nlohmann::json j = {{"batches", m.batches}, {"size", m.size},       {"chosen", m.chosen}, {"whole_s", m.whole_s},
+                      {"micro_s", m.micro_s}, {"why_not", m.why_not}, {"trials", trials}};
+  if (m.recalled > 0) j["recalled_from_unix_time"] = m.recalled;
+  return j;
+}
+
+namespace {
+
+// micro_batch_json's inverse (MicroBatchMemory's records); throws on a malformed document.
+MicroBatchReport micro_batch_from_json(const nlohmann::json& j) {
+  MicroBatchReport m;
+  m.batches = j.at("batches").get<int64_t>();
+  m.size = j.at("size").get<int64_t>();
+  m.chosen = j.at("chosen").get<bool>();
+  m.whole_s = j.at("whole_s").get<double>();
+  m.micro_s = j.at("micro_s").get<double>();
+  m.why_not = j.at("why_not").get<std::string>();
+  for (const auto& t : j.at("trials"))
+    m.trials.push_back({t.at("size").get<int64_t>(), t.at("seconds").get<double>(),
+                        t.at("against_seconds").get<double>(), t.at("against_size").get<int64_t>(),
+                        t.at("noisy").get<bool>(), t.at("kept").get<bool>()});
+  if (m.batches < 2 || m.size < 1 || m.batches % m.size != 0)
+    fail("micro-batch record: batch {} in micro-batches of {}", m.batches, m.size);
+  return m;
+}
+
+}  // namespace
+
+MicroBatchMemory::MicroBatchMemory(const std::string& db_path, const std::string& device, int generator,
+                                   const Graph& model, const std::vector<int64_t>& sizes, bool redo)
+    : db_path_(db_path.empty() ? TuningDb::default_path() : db_path),
+      device_(device + "+micro-batch"),
+      generator_(generator),
+      redo_(redo) {
+  PrintOptions po;
+  po.max_constant_elements = 0;
+  signature_ =
+      content_hash(fmt::format("micro-batch trials of sizes {}\n{}", fmt::join(sizes, ","), print_graph(model, po)));
+}
+
+bool MicroBatchMemory::decided(const MicroBatchReport& m) {
+  return !m.trials.empty() && std::all_of(m.trials.begin(), m.trials.end(), [](const MicroBatchReport::Trial& t) {
+    return t.seconds > 0 && t.against > 0 && !t.noisy;
+  });
+}
+
+std::optional<MicroBatchReport> MicroBatchMemory::recall() const {
+  if (redo_) return std::nullopt;
+  const std::optional<TuningRecord> rec =
+      TuningDb::open(db_path_)->get(make_tuning_key(signature_, device_, generator_));
+  if (!rec || rec->status != TuningStatus::kOk) return std::nullopt;
+  MicroBatchReport m;
+  try {
+    m = micro_batch_from_json(nlohmann::json::parse(rec->note));
+  } catch (const std::exception&) {
+    return std::nullopt;  // a record this version cannot read: the trials are timed again (and it is replaced)
+  }
+  if (!decided(m)) return std::nullopt;
+  m.recalled = std::max<int64_t>(rec->created, 1);
+  return m;
+}
+
+std::string MicroBatchMemory::remember(const MicroBatchReport& m, double pace) const {
+  if (m.trials.empty()) return "nothing was timed";
+  if (!decided(m)) return "a trial's runs stayed noisy";
+  if (pace > PaceOptions{}.slow)
+    return fmt::format("the machine ran {:.2f}x slower than its best during the compiles", pace);
+  TuningRecord r;
+  r.key = make_tuning_key(signature_, device_, generator_);
+  r.signature = signature_;
+  r.device = device_;
+  r.generator = generator_;
+  r.seconds = m.chosen ? m.micro_s : m.whole_s;
+  r.reps = static_cast<int64_t>(m.trials.size());
+  MicroBatchReport kept = m;
+  kept.recalled = 0;
+  r.note = micro_batch_json(kept).dump();
+  r.pace = pace;
+  TuningDb::open(db_path_)->put(r);
+  return "";
 }
 
 namespace {
@@ -202,9 +286,19 @@ std::string micro_batch_why_not(const MicroBatchReport& m) {
 
 void choose_micro_batches(const Graph& model, const std::string& dir, const std::vector<int64_t>& sizes, bool timed,
                           int cpu_threads, double max_spread, CompileResult& r, const MicroBatchSteps& steps,
-                          const std::function<void(const std::string&)>& say) {
+                          const std::function<void(const std::string&)>& say, const MicroBatchMemory* memory,
+                          const MicroBatchReport* earlier) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
+  if (earlier && !earlier->chosen) {
+    r.micro = *earlier;
+    say(fmt::format("micro-batches: not used, as an earlier compile's trials decided ({}; --redo times them again): {}",
+                    utc_minute(earlier->recalled), earlier->why_not));
+    write_micro_batch_record(dir, r.micro);
+    r.meta.timing["micro_batch"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return;
+  }
+  double slowest_pace = r.loop.kept_pace;  // of the compiles whose plans the trials time
   MicroBatchReport m;
   // Folders beside `dir`, removed however this ends; the kept one's entries move into `dir`.
   struct Folders {
@@ -235,6 +329,7 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
     MicroBatchReport::Trial trial{k, 0, 0, best ? best->micro.size : 0, false, !timed};
     try {
       micro = steps.compile(*split.micro, kdir, k);
+      slowest_pace = std::max(slowest_pace, micro->loop.kept_pace);
       micro->micro = m;
       micro->micro.size = k;
       micro->micro.chosen = true;  // written as N / k runs, so it takes the model's inputs
@@ -269,18 +364,24 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
     }
     if (!timed && best) break;  // untimed: the first that splits
   }
+  if (best) {
+    m.size = best->micro.size;
+    m.chosen = true;
+  } else if (!m.trials.empty()) {
+    m.why_not = micro_batch_why_not(m);
+  }
+  if (memory && timed && !m.trials.empty()) {
+    const std::string not_kept = memory->remember(m, slowest_pace);
+    say(not_kept.empty() ? "micro-batches: the decision is kept in the tuning database: a later compile compiles only "
+                           "the chosen plan (--redo times the trials again)"
+                         : "micro-batches: the decision is not kept for later compiles: " + not_kept);
+  }
   if (!best) {
-    if (!m.trials.empty()) {
-      m.why_not = micro_batch_why_not(m);
-    }
     if (m.batches > 1 && m.trials.empty()) say("micro-batches: not used: " + m.why_not);  // else the summary says
     r.micro = m;
     if (!m.trials.empty()) write_micro_batch_record(dir, m);  // the trials that lost, in the batch-N artifact
   } else {
-    const int64_t k = best->micro.size;
     best->micro = m;
-    best->micro.size = k;
-    best->micro.chosen = true;
     best->micro.why_not.clear();
     if (timed) write_micro_batch_record(best_dir, best->micro);  // with the trials' times
     for (const auto& entry : fs::directory_iterator(best_dir)) {
@@ -292,6 +393,32 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
     r = std::move(*best);
   }
   r.meta.timing["micro_batch"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool compile_earlier_micro_batches(const Graph& model, const std::string& dir, const MicroBatchReport& earlier,
+                                   CompileResult& r, const MicroBatchSteps& steps,
+                                   const std::function<void(const std::string&)>& say) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t k = earlier.size;
+  BatchSplit split = split_batch(model, k);
+  if (!split.micro) return false;
+  say(fmt::format(
+      "micro-batches: an earlier compile's trials ({}) chose {} runs of the batch-{} plan ({:.1f} us "
+      "against {:.1f} us for the batch-{} plan): compiling that plan alone (--redo times the trials again)",
+      utc_minute(earlier.recalled), earlier.runs(), k, earlier.micro_s * 1e6, earlier.whole_s * 1e6, earlier.batches));
+  try {
+    CompileResult micro = steps.compile(*split.micro, dir, k);
+    micro.micro = earlier;
+    steps.write(micro, dir);
+    write_micro_batch_record(dir, micro.micro);  // with the earlier trials' times
+    r = std::move(micro);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kIo) throw;
+    say(fmt::format("micro-batches: the batch-{} plan failed, so the trials run again: {}", k, e.what()));
+    return false;
+  }
+  r.meta.timing["micro_batch"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
 }
 
 }  // namespace korch

@@ -49,6 +49,33 @@ BatchSplit split_batch(const Graph& model, int64_t k = 1, uint64_t seed = 0,
 // "auto" {4, 1}, "on" {1}, "off" {}, "K" {K}. Throws on anything else.
 std::vector<int64_t> micro_batch_sizes(const std::string& mode);
 
+// What an earlier compile's "auto" trials decided, kept in the tuning database: a warm compile of
+// the same model (its graph text, weights elided, and the sizes tried) on the same device (the
+// timing device's id, threads included) and generator compiles only the plan they chose, where it
+// would compile all three again and time them (34-46 s for a batch-16 CNN on this 2-core VM, most
+// of a warm compile), and a noisy trial of a later compile cannot undo a quiet earlier one
+// (mobilenet_v2 at batch 16 lost its batch-4 plan that way: cpu_latency_batch16_epyc_dec07.md).
+// Only a decision is kept: every trial timed and none noisy, and not while the machine ran slow
+// (a pace above PaceOptions::slow; unknown passes). redo (`--redo`) ignores it and times the trials
+// again, replacing it. One record per model under (signature, device + "+micro-batch", generator);
+// its note is the report as JSON (micro_batch_json), its seconds the chosen plan's time.
+class MicroBatchMemory {
+ public:
+  MicroBatchMemory(const std::string& db_path, const std::string& device, int generator, const Graph& model,
+                   const std::vector<int64_t>& sizes, bool redo);
+  // The report of the earlier compile's trials (MicroBatchReport::recalled set), when one decided.
+  std::optional<MicroBatchReport> recall() const;
+  // Keeps `m` when it decided (decided()) and `pace` (the slowest the compiles met) is not slow.
+  // Returns why it was not kept ("" when it was).
+  std::string remember(const MicroBatchReport& m, double pace) const;
+  static bool decided(const MicroBatchReport& m);
+
+ private:
+  std::string db_path_, device_, signature_;
+  int generator_;
+  bool redo_;
+};
+
 // compile_model's step 9, over its steps 1-8: compile(g, dir, k) compiles the batch-k graph into
 // the artifact folder dir; write(r, dir) writes r (r.micro set) there again, as a micro-batched
 // artifact. For each size (one that divides N and splits), the batch-k artifact is compiled beside
@@ -61,8 +88,19 @@ struct MicroBatchSteps {
   std::function<CompileResult(const Graph& g, const std::string& dir, int64_t k)> compile;
   std::function<void(CompileResult& r, const std::string& dir)> write;
 };
+// `memory` (timed only; may be null) remembers a decision reached here. `earlier` (may be null): a
+// recall() that kept the whole batch, which is then the outcome (nothing compiled or timed).
 void choose_micro_batches(const Graph& model, const std::string& dir, const std::vector<int64_t>& sizes, bool timed,
                           int cpu_threads, double max_spread, CompileResult& r, const MicroBatchSteps& steps,
-                          const std::function<void(const std::string&)>& say);
+                          const std::function<void(const std::string&)>& say, const MicroBatchMemory* memory = nullptr,
+                          const MicroBatchReport* earlier = nullptr);
+
+// Step 9 as an earlier compile decided (`earlier`: a recall() that chose micro-batches of k): the
+// batch-k plan alone is compiled into `dir` and written as the micro-batched artifact, into `r`.
+// False (and nothing in `dir` to rely on) when the model no longer splits at k or that compile fails
+// (korch::Error other than I/O): the caller compiles as if nothing were recalled.
+bool compile_earlier_micro_batches(const Graph& model, const std::string& dir, const MicroBatchReport& earlier,
+                                   CompileResult& r, const MicroBatchSteps& steps,
+                                   const std::function<void(const std::string&)>& say);
 
 }  // namespace korch

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
 #include <sstream>
 
 namespace korch {
@@ -37,6 +38,15 @@ std::string human_bytes(double bytes) {
 std::string human_count(double n) {
   static const char* const units[] = {"", "K", "M", "G", "T"};
   return scaled(n, units, 5, 1000.0);
+}
+
+std::string utc_minute(int64_t unix_time) {
+  const std::time_t t = static_cast<std::time_t>(unix_time);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
 }
 
 }  // namespace korch

@@ -1,6 +1,7 @@
 // Small string helpers.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,5 +12,6 @@ std::string sanitize_name(const std::string& name);
 std::vector<std::string> split(const std::string& s, char sep);
 std::string human_bytes(double bytes);   // "12.3 MB"
 std::string human_count(double n);       // "1.23 G"
+std::string utc_minute(int64_t unix_time);  // "2026-12-07 18:50 UTC"
 
 }  // namespace korch

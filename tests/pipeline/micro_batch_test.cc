@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 
+#include "codegen/backend.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/tensor_compare.h"
@@ -299,6 +301,107 @@ TEST(MicroBatchWhyNot, SaysWhyEachTrialLost) {
       << why;
   EXPECT_EQ(why.find("was faster"), std::string::npos) << why;
   EXPECT_TRUE(micro_batch_why_not(MicroBatchReport{}).empty());
+}
+
+// What "auto" trials decided is kept per model, device and generator: a decision is recalled, a
+// noisy one or one timed while the machine ran slow is not kept, --redo and another model or set of
+// sizes find nothing.
+TEST(MicroBatchMemory, KeepsADecisionAndOnlyADecision) {
+  testing::TempDir dir{"korch-micro-memory"};
+  const std::string db = (dir.path() / "tuning.db").string();
+  const Graph g = conv_net();
+  const MicroBatchMemory memory(db, "cpu:test:2t", 7, g, {4, 1}, false);
+  EXPECT_FALSE(memory.recall());
+  MicroBatchReport m;
+  m.batches = 4;
+  m.trials.push_back({1, 0.002, 0.003, 0, true, false});  // faster, but noisy: no decision
+  EXPECT_EQ(memory.remember(m, 1.0), "a trial's runs stayed noisy");
+  EXPECT_FALSE(memory.recall());
+  m.trials[0] = {1, 0.002, 0.003, 0, false, true};
+  m.size = 1;
+  m.chosen = true;
+  m.whole_s = 0.003;
+  m.micro_s = 0.002;
+  EXPECT_NE(memory.remember(m, 1.6).find("1.60x slower"), std::string::npos);  // a slow phase's
+  EXPECT_FALSE(memory.recall());
+  EXPECT_EQ(memory.remember(m, 1.05), "");
+  const std::optional<MicroBatchReport> back = memory.recall();
+  ASSERT_TRUE(back);
+  EXPECT_GT(back->recalled, 0);
+  EXPECT_TRUE(back->chosen);
+  EXPECT_EQ(back->size, 1);
+  EXPECT_EQ(back->runs(), 4);
+  EXPECT_DOUBLE_EQ(back->micro_s, 0.002);
+  ASSERT_EQ(back->trials.size(), 1u);
+  EXPECT_TRUE(back->trials[0].kept);
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, g, {4, 1}, true).recall());   // redo
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 8, g, {4, 1}, false).recall());  // another generator
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:4t", 7, g, {4, 1}, false).recall());  // another device
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, g, {2}, false).recall());     // other sizes
+  Graph other = conv_net();
+  other.nodes[1].op_type = "Sigmoid";
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, other, {4, 1}, false).recall());
+}
+
+// A compile that finds an earlier decision compiles only the plan it chose and times no trial; one
+// that kept the whole batch compiles that alone; --redo times the trials again.
+TEST_F(MicroBatchCompile, AnEarlierDecisionIsCompiledWithoutTrials) {
+  const Graph g = conv_net();
+  CompileOptions o;
+  o.measured.db_path = (dir_.path() / "tuning.db").string();
+  std::vector<std::string> said;
+  o.log = [&](const std::string& s) { said.push_back(s); };
+  auto backend = make_backend("cpu", {});
+  const MicroBatchMemory memory(o.measured.db_path, backend->timing_device()->id(), backend->generator_version(), g,
+                                micro_batch_sizes("auto"), false);
+  const auto timed_a_trial = [&] {
+    return std::any_of(said.begin(), said.end(),
+                       [](const std::string& s) { return s.find("in alternating runs") != std::string::npos; });
+  };
+  MicroBatchReport m;
+  m.batches = 4;
+  m.trials.push_back({1, 0.002, 0.003, 0, false, true});
+  m.size = 1;
+  m.chosen = true;
+  m.whole_s = 0.003;
+  m.micro_s = 0.002;
+  ASSERT_EQ(memory.remember(m, 0), "");  // pace unknown: kept
+  const std::string out = (dir_.path() / "a.korch").string();
+  CompileResult r = compile_model(g, out, o);
+  EXPECT_FALSE(timed_a_trial());
+  ASSERT_TRUE(r.micro.chosen);
+  EXPECT_GT(r.micro.recalled, 0);
+  EXPECT_EQ(r.primitives.type(r.primitives.inputs[0]).shape[0], 1);  // the batch-1 plan alone was compiled
+  EXPECT_EQ(runtime::Executable::load(out)->micro_batches(), 4);
+  auto manifest = manifest_of(out);
+  EXPECT_GT(manifest.at("micro_batch").at("recalled_from_unix_time").get<int64_t>(), 0);
+  EXPECT_DOUBLE_EQ(manifest.at("micro_batch").at("trials").at(0).at("seconds").get<double>(), 0.002);
+  expect_runs_like_the_reference(g, out);
+
+  // The whole batch decided: the batch-4 plan, with the earlier trial on record.
+  m.chosen = false;
+  m.size = 1;
+  m.trials[0] = {1, 0.004, 0.003, 0, false, false};
+  m.why_not = micro_batch_why_not(m);
+  ASSERT_EQ(memory.remember(m, 0), "");
+  said.clear();
+  r = compile_model(g, out, o);
+  EXPECT_FALSE(timed_a_trial());
+  EXPECT_FALSE(r.micro.chosen);
+  EXPECT_GT(r.micro.recalled, 0);
+  EXPECT_EQ(runtime::Executable::load(out)->micro_batches(), 1);
+  manifest = manifest_of(out);
+  EXPECT_GT(manifest.at("micro_batch").at("recalled_from_unix_time").get<int64_t>(), 0);
+  EXPECT_NE(manifest.at("micro_batch").at("why_not").get<std::string>().find("slower"), std::string::npos);
+  expect_runs_like_the_reference(g, out);
+
+  // --redo: the trial runs again.
+  o.measured.redo = true;
+  said.clear();
+  r = compile_model(g, out, o);
+  EXPECT_TRUE(timed_a_trial());
+  EXPECT_EQ(r.micro.recalled, 0);
+  expect_runs_like_the_reference(g, out);
 }
 
 }  // namespace
