@@ -154,6 +154,7 @@ struct CompileArgs {
   int64_t memory_budget = -1;  // bytes; -1: none
   bool recompute = true, verify = true, close_loop = true, unfused = false, progress = false;
   bool rewrite_choices = true;
+  bool check = false;  // step 10: the artifact against the reference interpreter (pipeline/model_check.h)
 };
 
 py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, const py::object& log) {
@@ -179,6 +180,7 @@ py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, c
   o.unfused = a.unfused;
   o.layout = a.layout;
   o.micro_batch = a.micro_batch;
+  o.model_check = a.check;
   if (a.denormals != "flush" && a.denormals != "keep") fail("denormals='{}': give 'flush' or 'keep'", a.denormals);
   o.flush_denormals = a.denormals == "flush";
   if (!log.is_none()) {
@@ -212,6 +214,7 @@ py::dict compile(const Model& m, const std::string& dir, const CompileArgs& a, c
   rewrites["offered"] = r.orchestration.rewrites.offered.size();
   rewrites["chosen"] = r.orchestration.rewrites.chosen_rules();
   d["rewrites"] = rewrites;
+  if (r.check) d["worst_rel_l2_error"] = r.check->worst;  // check=True: it passed (a miss raises)
   return d;
 }
 
@@ -255,6 +258,7 @@ PYBIND11_MODULE(_core, mod) {
       .def_readwrite("layout", &CompileArgs::layout)
       .def_readwrite("micro_batch", &CompileArgs::micro_batch)
       .def_readwrite("denormals", &CompileArgs::denormals)
+      .def_readwrite("check", &CompileArgs::check)
       .def_readwrite("progress", &CompileArgs::progress);
   mod.def("compile", &compile, py::arg("model"), py::arg("dir"), py::arg("args"), py::arg("log"));
 

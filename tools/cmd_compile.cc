@@ -40,7 +40,7 @@ std::string model_file_for_peer(const std::string& model, const std::string& scr
 Command add_compile(CLI::App& app) {
   struct Opts {
     std::string model, out;
-    bool quiet = false, unfused = false, force = false, json = false;
+    bool quiet = false, unfused = false, force = false, json = false, check = false;
     CompileFlags flags;
     LoadFlags load;
   };
@@ -52,6 +52,10 @@ Command add_compile(CLI::App& app) {
   app.add_flag("-q,--quiet", o->quiet, "Print only the summary");
   app.add_flag("--json", o->json, "Print the summary as one JSON document instead, and no progress (README: korch --json)");
   app.add_flag("--force", o->force, "Write into a non-empty folder that is not a Korch artifact");
+  app.add_flag("--check", o->check,
+               "Also run the written artifact once on seeded random inputs and fail unless every output is within 1e-4 "
+               "(relative L2) of the reference interpreter, or no farther from a float64 run than it (an error that "
+               "compounds across kernels passes each kernel's own check)");
   o->flags.add_to(app);
   o->load.add_to(app);
   app.footer(
@@ -60,6 +64,7 @@ Command add_compile(CLI::App& app) {
       "  korch compile model.onnx -o out --shape batch=1 --threads 4\n"
       "  korch compile model.onnx -o out --cost analytic          no measuring: the roofline model (seconds)\n"
       "  korch compile model.onnx -o out --device cuda            a CUDA artifact (analytic costs without a GPU)\n"
+      "  korch compile model.onnx -o out --check                  and run it once against the reference interpreter\n"
       "Then: korch explain model.korch, korch bench --artifact model.korch, or open model.korch/report.html.");
   return [o]() {
     const bool quiet = o->quiet || o->json;
@@ -79,6 +84,7 @@ Command add_compile(CLI::App& app) {
     CompileOptions copt = o->flags.options(o->model, say);
     if (quiet) copt.measured.progress = false;  // -q, --json: no progress bars either
     copt.unfused = o->unfused;
+    copt.model_check = o->check;
     Graph g = load_model_arg(o->model, o->load.options());
     if (!o->json) {
       compile_artifact(o->model, g, o->out, copt, false);

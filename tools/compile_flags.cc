@@ -289,6 +289,14 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
     fmt::print("  not checked: {} kernels are the reference interpreter itself (opaque ops), so there is nothing "
                "independent to check them against\n",
                r.verify.reference);
+  if (const auto& c = r.check)
+    fmt::print(
+        "  checked: the artifact matches the reference interpreter on seeded random inputs, worst relative L2 "
+        "{:.2e} (tolerance {:g}{}){}\n",
+        c->worst, c->tolerance, c->ran_f64 ? "; outputs past it no farther from a float64 run than the reference" : "",
+        c->vacuous.empty()
+            ? ""
+            : fmt::format("; vacuous for {} (the reference gives one value everywhere)", fmt::join(c->vacuous, ", ")));
   if (!r.module.empty()) fmt::print("  kernels: {}\n", r.module);
   fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB{}\n",
              r.memory.arena_bytes / 1e6, r.memory.unfused_arena_bytes / 1e6, r.memory.weights_bytes / 1e6,
@@ -298,10 +306,11 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
                                options.orchestrate.memory_budget, r.memory.arena_bytes,
                                r.orchestration.selection.memory_cuts,
                                r.orchestration.selection.memory_cuts == 1 ? "" : "s"));
-  fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s{}{}); wrote {}\n", r.meta.timing["total"],
+  fmt::print("  compile {:.1f} s (orchestrate {:.1f} s, artifact {:.1f} s{}{}{}); wrote {}\n", r.meta.timing["total"],
              r.meta.timing["orchestrate"], r.meta.timing["artifact"],
              r.verify.ran ? fmt::format(", verify {:.1f} s", r.meta.timing["verify"]) : "",
-             r.loop.ran ? fmt::format(", closed loop {:.1f} s", r.meta.timing["close_loop"]) : "", dir);
+             r.loop.ran ? fmt::format(", closed loop {:.1f} s", r.meta.timing["close_loop"]) : "",
+             r.check ? fmt::format(", check {:.1f} s", r.meta.timing["check"]) : "", dir);
   return r;
 }
 
@@ -352,6 +361,7 @@ nlohmann::json compile_summary_json(const std::string& model, const CompileResul
               {"intermediate_bytes", r.memory.intermediate_bytes},
               {"weights_bytes", r.memory.weights_bytes}}},
             {"timing_s", r.meta.timing},
+            {"model_check", r.check ? model_check_json(*r.check) : json()},
             {"artifact_dir", dir}};
   if (measured) {
     const MeasuredCostStats& m = r.measured;

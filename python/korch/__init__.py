@@ -157,7 +157,7 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
             max_kernel_size: int = 8, memory_budget: Optional[int] = None, recompute: bool = True,
             verify: bool = True, closed_loop: bool = True, rewrite_choices: bool = True,
             unfused: bool = False, layout: str = "auto", micro_batch: str = "auto", denormals: str = "flush",
-            progress: bool = False,
+            check: bool = False, progress: bool = False,
             log: Optional[Callable[[str], None]] = None) -> Executable:
     """Compiles `model` for `device` ("cpu" or "cuda") and loads the result.
 
@@ -169,6 +169,8 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
     micro_batch: "auto", "on", "off" or a size, as `--micro-batch` (a batch of independent samples run
     as several runs of a smaller batch's plan, where that is faster).
     denormals: "flush" (CPU runs read and write denormal floats as zero) or "keep", as `--denormals`.
+    check: run the artifact once on seeded random inputs against the reference interpreter and raise
+    korch.Error unless it matches, as `korch compile --check`.
     memory_budget: bytes, as `--memory-budget` (None: no bound).
     The rest are `korch compile`'s flags of the same names (--gap, --time-limit, --isolated-costs as
     closed_loop=False, --no-recompute as recompute=False, --no-rewrite-choices as
@@ -185,6 +187,7 @@ def compile(model, device: str = "cpu", shapes: Optional[Mapping] = None, cost: 
     args.layout = str(layout)
     args.micro_batch = str(micro_batch)
     args.denormals = str(denormals)
+    args.check = bool(check)
     args.rewrite_choices = bool(rewrite_choices)
     if memory_budget is not None:
         if int(memory_budget) < 0:

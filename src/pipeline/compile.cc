@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -19,6 +20,7 @@
 #include "runtime/artifact.h"
 #include "support/cache_folder.h"
 #include "support/error.h"
+#include "support/file_io.h"
 #include "support/host_compiler.h"
 #include "support/strings.h"
 
@@ -410,6 +412,21 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
     if (micro_step)
       choose_micro_batches(model, artifact_dir, micro_sizes, timed, o.cpu_threads, o.loop_max_spread, r, steps, say,
                            memory ? &*memory : nullptr, earlier ? &*earlier : nullptr);
+  }
+  // 10. The artifact as a whole against the reference interpreter.
+  if (o.model_check) {
+    const auto t = Clock::now();
+    say(fmt::format("checking the artifact against the reference interpreter (random inputs, seed {})",
+                    o.measured.seed));
+    r.check = check_artifact(model, artifact_dir, o.measured.seed, o.cpu_threads);
+    r.meta.timing["check"] = since(t);
+    const std::string manifest_path = (std::filesystem::path(artifact_dir) / "manifest.json").string();
+    nlohmann::json manifest = nlohmann::json::parse(read_file_bytes(manifest_path));
+    manifest["model_check"] = model_check_json(*r.check);
+    write_file_bytes(manifest_path, manifest.dump(2) + "\n");
+    if (!r.check->passed)
+      fail("{}: the artifact in {} does not compute the model: {} (the artifact is left there to inspect)",
+           o.model_name, artifact_dir, r.check->failure());
   }
   // The compiled-kernel cache stays under its cap (cache_folder.h): least recently used out first.
   if (cache_limit >= 0) {

@@ -27,22 +27,25 @@
 //                                 at batch k (steps 1-8); N / k runs of that plan are timed beside
 //                                 the batch-N plan (alternating runs) and the faster is the artifact
 //                                 (pipeline/micro_batch.h)
+//    10. check (model_check)      the written artifact runs once on seeded random inputs against the
+//                                 reference interpreter (pipeline/model_check.h); a miss fails the
+//                                 compile, the artifact left for inspection
 // `unfused` compiles the baseline instead: one kernel per primitive, no search; `korch bench` runs
 // it next to the optimised plan so the orchestration's own gain is visible.
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "codegen/backend.h"
 #include "ir/graph.h"
 #include "orchestrate/analytic_cost.h"
 #include "orchestrate/orchestrate.h"
 #include "orchestrate/plan_json.h"
+#include "pipeline/model_check.h"
 #include "profile/measured_cost.h"
 #include "runtime/memory_plan.h"
 
@@ -95,6 +98,7 @@ struct CompileOptions {
   // plan, the fastest kept), "on" (micro-batches of 1 whenever the samples are independent; no
   // timing), a number k (micro-batches of k, no timing) or "off".
   std::string micro_batch = "auto";
+  bool model_check = false;         // step 10
   std::string model_name;           // recorded in plan.json and the manifest
   std::function<void(const std::string&)> log;  // one line per phase; may be empty
 };
@@ -206,6 +210,7 @@ struct CompileResult {
   // per-run times are one micro-batch's); the manifest's plan_seconds and measured_seconds are
   // N / k times its own.
   MicroBatchReport micro;
+  std::optional<ModelCheck> check;  // step 10, when asked
 };
 
 // The defaults the CLI and the Python API share. Measured costs need a device to time kernels on:

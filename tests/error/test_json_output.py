@@ -81,6 +81,13 @@ def test_compile_json(artifact, tmp_path):
     r = korch("compile", "builtin:tiny_convnet", "--cost", "analytic", "-o", tmp_path / "t", "-q")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("compiled builtin:tiny_convnet for cpu") and "{" not in r.stdout
+    assert j["model_check"] is None  # not asked
+    # --check: the artifact against the reference interpreter, in the document and as a line.
+    c = doc(korch("compile", "builtin:tiny_convnet", "--cost", "analytic", "-o", tmp_path / "c", "--check", "--json"))
+    assert c["model_check"]["passed"] and 0 <= c["model_check"]["worst_rel_l2_error"] < 1e-4
+    assert c["timing_s"]["check"] > 0
+    r = korch("compile", "builtin:tiny_convnet", "--cost", "analytic", "-o", tmp_path / "c", "--check", "-q")
+    assert r.returncode == 0 and "checked: the artifact matches the reference interpreter" in r.stdout, r.stdout
 
 
 def test_compile_json_measured(tmp_path):

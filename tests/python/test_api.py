@@ -125,6 +125,13 @@ def test_temporary_artifact_goes_with_the_executable():
     assert not os.path.exists(d)
 
 
+def test_check_runs_the_artifact_against_the_reference(tmp_path):
+    exe = korch.compile(gelu_mlp(), shapes={"batch": 2}, cost="analytic", check=True, output=tmp_path / "a")
+    assert 0 <= exe.summary["worst_rel_l2_error"] < 1e-4
+    assert exe.manifest["model_check"]["passed"]
+    assert "worst_rel_l2_error" not in korch.compile(gelu_mlp(), shapes={"batch": 2}, cost="analytic").summary
+
+
 def test_measured_compile_records_predicted_and_measured(tmp_path):
     exe = korch.compile(gelu_mlp(), shapes={"batch": 2}, tuning_db=tmp_path / "t.db", time_limit=5)
     s = exe.summary
