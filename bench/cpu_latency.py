@@ -42,18 +42,29 @@ HELDBACK = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
 
 
 def paired_at_pace(r):
-    """Paired by round over the rounds that began at the machine's pace only (korch bench's
-    pace_by_round, bench_common.at_pace): per peer, the median over those rounds of its round median
-    over Korch's, the closer peer's; None with fewer than two such rounds. This VM's slow phases
-    slow the three systems unequally, so a bench whose rounds mix phases moves with the mix."""
+    """Paired by round over the rounds where the machine ran at its pace only: per peer, the median
+    over those rounds of its round median over Korch's, the closer peer's; None with fewer than two
+    such rounds. Where korch bench gives each system's pace around its runs (pace_around_runs: the
+    slower of the probes just before and just after them), a round counts for a peer when both its
+    and Korch's runs were at pace; in older JSON, when the round began at pace (pace_by_round). This
+    VM's slow state comes and goes within seconds and lands on whichever system runs then, so a
+    bench whose rounds mix states moves with the mix."""
     k = r.get("korch", {})
-    pace = k.get("pace_by_round") or []
-    at = at_pace(pace)
+    kr = k.get("round_medians_ms") or []
     ratios = []
     for peer in PEERS:
-        rounds = r.get(peer, {}).get("round_medians_ms") or []
-        if len(at) >= 2 and len(rounds) == len(pace) == len(k.get("round_medians_ms") or []):
-            ratios.append(statistics.median(rounds[i] / k["round_medians_ms"][i] for i in at))
+        p = r.get(peer, {})
+        rounds = p.get("round_medians_ms") or []
+        if len(rounds) != len(kr):
+            continue
+        if len(k.get("pace_around_runs") or []) == len(kr) == len(p.get("pace_around_runs") or []):
+            both = [max(a, b) if a > 0 and b > 0 else 0 for a, b in zip(k["pace_around_runs"], p["pace_around_runs"])]
+            at = at_pace(both)
+        else:
+            pace = k.get("pace_by_round") or []
+            at = at_pace(pace) if len(pace) == len(kr) else []
+        if len(at) >= 2:
+            ratios.append(statistics.median(rounds[i] / kr[i] for i in at))
     return min(ratios) if ratios else None
 
 
@@ -170,8 +181,9 @@ def write_results(rows, a, command, with_json=True):
         + (" (cold: empty database and kernel cache)" if a.cold else "") + "; warm = the same command again.  ",
         "predicted: the warm compile's manifest plan_seconds; measured / predicted: korch ms over it; compile's pace: "
         "the machine's while the closed loop ran the kept plan (manifest closed_loop.kept_run_pace).  ",
-        "paired at pace: paired by round over the rounds that began at the machine's pace only (two or more; "
-        "else -): the figure a mix of slow and fast rounds moves least.",
+        "paired at pace: paired by round over the rounds where both Korch's and the peer's runs met the machine at "
+        "its pace (`korch bench` probes it between systems: pace_around_runs; older runs: rounds that began at pace), "
+        "two or more, else -: the figure a slow state landing on one system's runs moves least.",
         "",
         "| model | batch | prims | kernels | micro-batches | reorders | korch ms | onnxruntime ms | openvino ms | unfused ms "
         "| faster peer | vs faster peer | paired by round | paired at pace | fusion gain | slow rounds | compile first s "

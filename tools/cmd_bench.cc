@@ -283,12 +283,24 @@ Command add_bench(CLI::App& app) {
     PaceOptions pace_options;
     pace_options.enabled = true;
     if (pace_db) pace.emplace(exe->device(), *pace_db, exe->device().id(), pace_options);
+    // A probe between consecutive systems' runs: each system's pace around its runs is the slower of
+    // the probes on either side (BenchTiming::pace_around).
+    double last_probe = 0;
+    const auto probe_after = [&](BenchTiming& t) {
+      if (!pace) return;
+      const double p = pace->probe();
+      t.pace_around.push_back(last_probe > 0 && p > 0 ? std::max(last_probe, p) : 0.0);
+      last_probe = p;
+    };
     for (int r = 0; r < o->rounds; ++r) {
-      if (pace)
-        if (const double p = pace->probe(); p > 0) pace_by_round.push_back(p);
+      if (pace) {
+        last_probe = pace->probe();
+        if (last_probe > 0) pace_by_round.push_back(last_probe);
+      }
       size_t from = tk.ms.size();
       time_executable(*exe, inputs, o->warmup, o->runs, tk);
       tk.end_round(from);
+      probe_after(tk);
       for (Peer& peer : peers) {
         if (!peer.ok) continue;
         from = peer.t.ms.size();
@@ -296,11 +308,13 @@ Command add_bench(CLI::App& app) {
         else
           time_peer(peer, KORCH_SOURCE_DIR, peer_file, feeds_file, o->cpu.threads, o->warmup, o->runs);
         peer.t.end_round(from);
+        probe_after(peer.t);
       }
       if (unfused) {
         from = tu.ms.size();
         time_executable(*unfused, inputs, o->warmup, o->runs, tu);
         tu.end_round(from);
+        probe_after(tu);
       }
     }
     // Each system's rounds against Korch's (median_of_round_ratios); 0 when they do not pair up (a
@@ -371,6 +385,28 @@ Command add_bench(CLI::App& app) {
           std::count_if(pace_by_round.begin(), pace_by_round.end(), [&](double p) { return pace->is_slow(p); });
       fmt::print("  machine pace before each round (its probe over the fastest seen): {}{}\n", fmt::join(paces, " "),
                  slow ? fmt::format("; {} of {} rounds began slow", slow, pace_by_round.size()) : "");
+      // Paired over the rounds where both systems' runs met the machine at its pace (probes on either
+      // side of each system's runs): the comparison a slow state landing on one of them cannot tilt.
+      std::vector<std::string> at_pace;
+      for (const Peer& peer : peers) {
+        if (!peer.ok || peer.t.round_ms.size() != tk.round_ms.size() ||
+            peer.t.pace_around.size() != tk.round_ms.size() || tk.pace_around.size() != tk.round_ms.size())
+          continue;
+        std::vector<double> a, b;
+        for (size_t i = 0; i < tk.round_ms.size(); ++i) {
+          const double pk = tk.pace_around[i], pp = peer.t.pace_around[i];
+          if (pk > 0 && pp > 0 && !pace->is_slow(pk) && !pace->is_slow(pp)) {
+            a.push_back(peer.t.round_ms[i]);
+            b.push_back(tk.round_ms[i]);
+          }
+        }
+        at_pace.push_back(a.empty() ? fmt::format("{} - (no round)", peer.name)
+                                    : fmt::format("{} {:.2f}x ({} of {} rounds)", peer.name,
+                                                  median_of_round_ratios(a, b), a.size(), tk.round_ms.size()));
+      }
+      if (!at_pace.empty())
+        fmt::print("  paired by round where both systems' runs met the machine at its pace: {}\n",
+                   fmt::join(at_pace, ", "));
     }
     nlohmann::json per_kernel = nlohmann::json::array();
     double clock_read_s = 0;  // what one clock read between kernels adds to each kernel's time
@@ -430,6 +466,7 @@ Command add_bench(CLI::App& app) {
                             {"round_medians_ms", tk.round_ms},
                             {"round_range", round_range},
                             {"pace_by_round", pace_by_round},
+                            {"pace_around_runs", tk.pace_around},
                             {"reorders_per_run", reorders.count},
                             {"reorder_bytes_per_run", reorders.bytes},
                             {"layout_handoffs", exe->layout_handoffs()}}},
@@ -440,9 +477,10 @@ Command add_bench(CLI::App& app) {
       if (!torch_json.empty()) j["torch_peers"] = torch_json;
       for (const Peer& peer : peers) {
         if (peer.ok)
-          j[peer.name] = {{"median_ms", peer.t.median()},     {"p10_ms", peer.t.quantile(0.1)},
-                          {"p90_ms", peer.t.quantile(0.9)},   {"round_medians_ms", peer.t.round_ms},
-                          {"speedup_paired", paired(peer.t)}, {"note", peer.note}};
+          j[peer.name] = {{"median_ms", peer.t.median()},          {"p10_ms", peer.t.quantile(0.1)},
+                          {"p90_ms", peer.t.quantile(0.9)},        {"round_medians_ms", peer.t.round_ms},
+                          {"speedup_paired", paired(peer.t)},      {"note", peer.note},
+                          {"pace_around_runs", peer.t.pace_around}};
         else
           j[peer.name] = {{"error", peer.note}};
       }
@@ -452,6 +490,7 @@ Command add_bench(CLI::App& app) {
                               {"p10_ms", tu.quantile(0.1)},
                               {"p90_ms", tu.quantile(0.9)},
                               {"round_medians_ms", tu.round_ms},
+                              {"pace_around_runs", tu.pace_around},
                               {"gain_paired", paired(tu)},
                               {"agreement", agreement},
                               {"cost_model", unfused->manifest().value("cost_model", std::string())}};

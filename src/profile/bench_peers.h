@@ -23,6 +23,10 @@ class ChildProcess;
 struct BenchTiming {
   std::vector<double> ms;
   std::vector<double> round_ms;  // the median of each round's runs
+  // The machine's pace around each round's runs (`korch bench`): the slower of its pace probe just
+  // before them and just after (profile/pace.h; 0 unknown). This VM's slow state comes and goes
+  // within seconds, so it lands on one system's runs of a round and not the next one's.
+  std::vector<double> pace_around;
   // Closes a round whose runs were appended to `ms` from index `from` on.
   void end_round(size_t from);
   double quantile(double q) const;

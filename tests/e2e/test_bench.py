@@ -50,6 +50,13 @@ def test_bench_peers(tmp_path):
     pace = j["korch"]["pace_by_round"]
     assert len(pace) == 2 and all(p >= 1 for p in pace), pace
     assert "machine pace before each round" in out
+    # And around each system's runs: the slower of the probes either side, so never below the round's
+    # first probe for Korch, whose runs come first; paired over the rounds at pace for both.
+    for system in ("korch", "onnxruntime", "openvino", "korch_unfused"):
+        around = j[system]["pace_around_runs"]
+        assert len(around) == 2 and all(p >= 1 for p in around), (system, around)
+    assert all(a >= p for a, p in zip(j["korch"]["pace_around_runs"], pace)), j["korch"]
+    assert "where both systems' runs met the machine at its pace: onnxruntime" in out, out
     assert j["korch_unfused"]["cost_model"].startswith("analytic"), j["korch_unfused"]  # as the artifact's
 
 
