@@ -24,7 +24,6 @@
 #include "ir/interpreter.h"
 #include "ir/precision.h"
 #include "ir/random.h"
-#include "ir/tensor_compare.h"
 #include "ir/tensor_io.h"
 #include "json_out.h"
 #include "pipeline/model_check.h"

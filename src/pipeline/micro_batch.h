@@ -52,8 +52,9 @@ std::vector<int64_t> micro_batch_sizes(const std::string& mode);
 // What an earlier compile's "auto" trials decided, kept in the tuning database: a warm compile of
 // the same model (its graph text, weights elided, and the sizes tried) on the same device (the
 // timing device's id, threads included) and generator compiles only the plan they chose, where it
-// would compile all three again and time them (34-46 s for a batch-16 CNN on this 2-core VM, most
-// of a warm compile), and a noisy trial of a later compile cannot undo a quiet earlier one
+// would compile all three again and time them (a warm squeezenet1_0 compile at batch 16: 25.8 s
+// with the trials, 8.8 s with the kept decision; bench/results/micro_batch.md), and a noisy trial
+// of a later compile cannot undo a quiet earlier one
 // (mobilenet_v2 at batch 16 lost its batch-4 plan that way: cpu_latency_batch16_epyc_dec07.md).
 // Only a decision is kept: every trial timed and none noisy, and not while the machine ran slow
 // (a pace above PaceOptions::slow; unknown passes). redo (`--redo`) ignores it and times the trials

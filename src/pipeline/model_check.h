@@ -33,6 +33,7 @@ struct ModelCheck {
     double to_f64 = -1;            // against the float64 reference, when it ran (else -1)
     double reference_to_f64 = -1;  // the float32 reference's own distance to it
     bool passed = false;
+    std::string detail;  // past the tolerance: what differs (rel_l2_diff: a non-finite value's place)
   };
   std::vector<Output> outputs;
   double tolerance = 1e-4;
