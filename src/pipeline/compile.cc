@@ -402,7 +402,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   if (micro_step && timed && !model.inputs.empty() && !model.type(model.inputs[0]).shape.empty() &&
       model.type(model.inputs[0]).shape[0] > 1 && backend->timing_device()) {
     memory.emplace(o.measured.db_path, backend->timing_device()->id(), backend->generator_version(), model, micro_sizes,
-                   o.measured.redo);
+                   plan_options_text(o), o.measured.redo);
     earlier = memory->recall();
   }
   CompileResult r;

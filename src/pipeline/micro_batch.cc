@@ -206,15 +206,25 @@ MicroBatchReport micro_batch_from_json(const nlohmann::json& j) {
 }  // namespace
 
 MicroBatchMemory::MicroBatchMemory(const std::string& db_path, const std::string& device, int generator,
-                                   const Graph& model, const std::vector<int64_t>& sizes, bool redo)
+                                   const Graph& model, const std::vector<int64_t>& sizes, const std::string& options,
+                                   bool redo)
     : db_path_(db_path.empty() ? TuningDb::default_path() : db_path),
       device_(device + "+micro-batch"),
       generator_(generator),
       redo_(redo) {
   PrintOptions po;
   po.max_constant_elements = 0;
-  signature_ =
-      content_hash(fmt::format("micro-batch trials of sizes {}\n{}", fmt::join(sizes, ","), print_graph(model, po)));
+  signature_ = content_hash(fmt::format("micro-batch trials of sizes {} with {}\n{}", fmt::join(sizes, ","), options,
+                                        print_graph(model, po)));
+}
+
+std::string plan_options_text(const CompileOptions& o) {
+  const CandidateOptions& c = o.orchestrate.candidates;
+  return fmt::format(
+      "layout {}, denormals flushed {}, kernel size {}, linear {}, fanout {}, recompute {}, memory budget {}, "
+      "rewrites {}, closed loop {}",
+      o.layout, o.flush_denormals, c.max_primitives, c.max_linear, c.max_fanout, o.orchestrate.allow_recompute,
+      o.orchestrate.memory_budget, o.orchestrate.rewrite_choices, o.close_loop);
 }
 
 bool MicroBatchMemory::decided(const MicroBatchReport& m) {

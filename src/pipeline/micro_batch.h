@@ -50,8 +50,9 @@ BatchSplit split_batch(const Graph& model, int64_t k = 1, uint64_t seed = 0,
 std::vector<int64_t> micro_batch_sizes(const std::string& mode);
 
 // What an earlier compile's "auto" trials decided, kept in the tuning database: a warm compile of
-// the same model (its graph text, weights elided, and the sizes tried) on the same device (the
-// timing device's id, threads included) and generator compiles only the plan they chose, where it
+// the same model (its graph text, weights elided, and the sizes tried) with the same options that
+// shape its plans (`options`: a text the caller makes of them) on the same device (the timing
+// device's id, threads included) and generator compiles only the plan they chose, where it
 // would compile all three again and time them (a warm squeezenet1_0 compile at batch 16: 25.8 s
 // with the trials, 8.8 s with the kept decision; bench/results/micro_batch.md), and a noisy trial
 // of a later compile cannot undo a quiet earlier one
@@ -63,7 +64,7 @@ std::vector<int64_t> micro_batch_sizes(const std::string& mode);
 class MicroBatchMemory {
  public:
   MicroBatchMemory(const std::string& db_path, const std::string& device, int generator, const Graph& model,
-                   const std::vector<int64_t>& sizes, bool redo);
+                   const std::vector<int64_t>& sizes, const std::string& options, bool redo);
   // The report of the earlier compile's trials (MicroBatchReport::recalled set), when one decided.
   std::optional<MicroBatchReport> recall() const;
   // Keeps `m` when it decided (decided()) and `pace` (the slowest the compiles met) is not slow.
@@ -76,6 +77,11 @@ class MicroBatchMemory {
   int generator_;
   bool redo_;
 };
+
+// The options that shape a compile's plans (layout, denormals, the candidate limits, recompute, the
+// memory budget, rewrite choices, the closed loop), as MicroBatchMemory's `options`: a decision
+// reached under some options is not one for others.
+std::string plan_options_text(const CompileOptions& o);
 
 // compile_model's step 9, over its steps 1-8: compile(g, dir, k) compiles the batch-k graph into
 // the artifact folder dir; write(r, dir) writes r (r.micro set) there again, as a micro-batched

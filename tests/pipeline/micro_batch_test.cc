@@ -310,7 +310,7 @@ TEST(MicroBatchMemory, KeepsADecisionAndOnlyADecision) {
   testing::TempDir dir{"korch-micro-memory"};
   const std::string db = (dir.path() / "tuning.db").string();
   const Graph g = conv_net();
-  const MicroBatchMemory memory(db, "cpu:test:2t", 7, g, {4, 1}, false);
+  const MicroBatchMemory memory(db, "cpu:test:2t", 7, g, {4, 1}, "o", false);
   EXPECT_FALSE(memory.recall());
   MicroBatchReport m;
   m.batches = 4;
@@ -334,13 +334,14 @@ TEST(MicroBatchMemory, KeepsADecisionAndOnlyADecision) {
   EXPECT_DOUBLE_EQ(back->micro_s, 0.002);
   ASSERT_EQ(back->trials.size(), 1u);
   EXPECT_TRUE(back->trials[0].kept);
-  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, g, {4, 1}, true).recall());   // redo
-  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 8, g, {4, 1}, false).recall());  // another generator
-  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:4t", 7, g, {4, 1}, false).recall());  // another device
-  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, g, {2}, false).recall());     // other sizes
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, g, {4, 1}, "o", true).recall());   // redo
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 8, g, {4, 1}, "o", false).recall());  // another generator
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:4t", 7, g, {4, 1}, "o", false).recall());  // another device
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, g, {4, 1}, "p", false).recall());  // other options
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, g, {2}, "o", false).recall());     // other sizes
   Graph other = conv_net();
   other.nodes[1].op_type = "Sigmoid";
-  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, other, {4, 1}, false).recall());
+  EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, other, {4, 1}, "o", false).recall());
 }
 
 // A compile that finds an earlier decision compiles only the plan it chose and times no trial; one
@@ -353,7 +354,7 @@ TEST_F(MicroBatchCompile, AnEarlierDecisionIsCompiledWithoutTrials) {
   o.log = [&](const std::string& s) { said.push_back(s); };
   auto backend = make_backend("cpu", {});
   const MicroBatchMemory memory(o.measured.db_path, backend->timing_device()->id(), backend->generator_version(), g,
-                                micro_batch_sizes("auto"), false);
+                                micro_batch_sizes("auto"), plan_options_text(o), false);
   const auto timed_a_trial = [&] {
     return std::any_of(said.begin(), said.end(),
                        [](const std::string& s) { return s.find("in alternating runs") != std::string::npos; });
@@ -394,6 +395,14 @@ TEST_F(MicroBatchCompile, AnEarlierDecisionIsCompiledWithoutTrials) {
   EXPECT_GT(manifest.at("micro_batch").at("recalled_from_unix_time").get<int64_t>(), 0);
   EXPECT_NE(manifest.at("micro_batch").at("why_not").get<std::string>().find("slower"), std::string::npos);
   expect_runs_like_the_reference(g, out);
+
+  // Other options that shape the plans (here the layout): no decision for them; the trial runs.
+  o.layout = "nchw";
+  said.clear();
+  r = compile_model(g, out, o);
+  EXPECT_TRUE(timed_a_trial());
+  EXPECT_EQ(r.micro.recalled, 0);
+  o.layout = "auto";
 
   // --redo: the trial runs again.
   o.measured.redo = true;
