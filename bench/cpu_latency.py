@@ -43,8 +43,8 @@ HELDBACK = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
 
 def paired_at_pace(r):
     """Paired by round over the rounds where the machine ran at its pace only: per peer, the median
-    over those rounds of its round median over Korch's, the closer peer's; None with fewer than two
-    such rounds. Where korch bench gives each system's pace around its runs (pace_around_runs: the
+    over those rounds of its round median over Korch's, the closer peer's; None when either peer has
+    fewer than two such rounds (the other peer alone would not be the closer one). Where korch bench gives each system's pace around its runs (pace_around_runs: the
     slower of the probes just before and just after them), a round counts for a peer when both its
     and Korch's runs were at pace; in older JSON, when the round began at pace (pace_by_round). This
     VM's slow state comes and goes within seconds and lands on whichever system runs then, so a
@@ -63,8 +63,9 @@ def paired_at_pace(r):
         else:
             pace = k.get("pace_by_round") or []
             at = at_pace(pace) if len(pace) == len(kr) else []
-        if len(at) >= 2:
-            ratios.append(statistics.median(rounds[i] / kr[i] for i in at))
+        if len(at) < 2:
+            return None
+        ratios.append(statistics.median(rounds[i] / kr[i] for i in at))
     return min(ratios) if ratios else None
 
 
@@ -234,8 +235,9 @@ def write_results(rows, a, command, with_json=True):
         if at_pace_speedups.get(batch):
             ap = at_pace_speedups[batch]
             ag = math.exp(sum(math.log(s) for s in ap) / len(ap))
-            lines += [f"Paired at pace (models with two or more rounds at the machine's pace): geometric mean "
-                      f"**{ag:.2f}x** over {len(ap)} models (Korch faster on {sum(s > 1 for s in ap)})."]
+            lines += [f"Paired at pace (models where each peer has two or more rounds with its runs and Korch's at "
+                      f"the machine's pace): geometric mean **{ag:.2f}x** over {len(ap)} models (Korch faster on "
+                      f"{sum(s > 1 for s in ap)})."]
     Path(a.out).write_text("\n".join(lines) + "\n")
     if with_json:
         Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
