@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -20,7 +19,6 @@
 #include "runtime/artifact.h"
 #include "support/cache_folder.h"
 #include "support/error.h"
-#include "support/file_io.h"
 #include "support/host_compiler.h"
 #include "support/strings.h"
 
@@ -420,10 +418,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
                     o.measured.seed));
     r.check = check_artifact(model, artifact_dir, o.measured.seed, o.cpu_threads);
     r.meta.timing["check"] = since(t);
-    const std::string manifest_path = (std::filesystem::path(artifact_dir) / "manifest.json").string();
-    nlohmann::json manifest = nlohmann::json::parse(read_file_bytes(manifest_path));
-    manifest["model_check"] = model_check_json(*r.check);
-    write_file_bytes(manifest_path, manifest.dump(2) + "\n");
+    runtime::update_manifest(artifact_dir, [&](nlohmann::json& m) { m["model_check"] = model_check_json(*r.check); });
     if (!r.check->passed)
       fail("{}: the artifact in {} does not compute the model: {} (the artifact is left there to inspect)",
            o.model_name, artifact_dir, r.check->failure());

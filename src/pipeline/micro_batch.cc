@@ -17,8 +17,8 @@
 #include "profile/in_model.h"
 #include "profile/pace.h"
 #include "profile/tuning_db.h"
+#include "runtime/artifact.h"
 #include "support/error.h"
-#include "support/file_io.h"
 #include "support/hash.h"
 #include "support/strings.h"
 
@@ -39,13 +39,12 @@ Tensor chunk(const Tensor& t, int64_t i, int64_t k) {
 // Rewrites the micro-batch record in the manifest of the artifact in `dir` (its other files stay as
 // written), keeping the per-micro-batch plan time a micro-batched artifact's record carries.
 void write_micro_batch_record(const std::string& dir, const MicroBatchReport& m) {
-  const std::string path = (std::filesystem::path(dir) / "manifest.json").string();
-  nlohmann::json manifest = nlohmann::json::parse(read_file_bytes(path));
-  nlohmann::json record = micro_batch_json(m);
-  if (manifest.contains("micro_batch") && manifest["micro_batch"].contains("plan_seconds_per_micro_batch"))
-    record["plan_seconds_per_micro_batch"] = manifest["micro_batch"]["plan_seconds_per_micro_batch"];
-  manifest["micro_batch"] = std::move(record);
-  write_file_bytes(path, manifest.dump(2) + "\n");
+  runtime::update_manifest(dir, [&](nlohmann::json& manifest) {
+    nlohmann::json record = micro_batch_json(m);
+    if (manifest.contains("micro_batch") && manifest["micro_batch"].contains("plan_seconds_per_micro_batch"))
+      record["plan_seconds_per_micro_batch"] = manifest["micro_batch"]["plan_seconds_per_micro_batch"];
+    manifest["micro_batch"] = std::move(record);
+  });
 }
 
 }  // namespace
@@ -419,8 +418,7 @@ bool compile_earlier_micro_batches(const Graph& model, const std::string& dir, c
   try {
     CompileResult micro = steps.compile(*split.micro, dir, k);
     micro.micro = earlier;
-    steps.write(micro, dir);
-    write_micro_batch_record(dir, micro.micro);  // with the earlier trials' times
+    steps.write(micro, dir);  // its manifest's micro-batch record: the earlier trials, with their times
     r = std::move(micro);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kIo) throw;

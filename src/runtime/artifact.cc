@@ -249,6 +249,13 @@ MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c) {
   return mem;
 }
 
+void update_manifest(const std::string& dir, const std::function<void(nlohmann::json& manifest)>& edit) {
+  const std::string path = (std::filesystem::path(dir) / "manifest.json").string();
+  nlohmann::json manifest = nlohmann::json::parse(read_file_bytes(path));
+  edit(manifest);
+  write_file_bytes(path, manifest.dump(2) + "\n");
+}
+
 bool is_artifact_entry(const std::string& name) {
   static const std::set<std::string> entries = {"manifest.json", "program.json",   "weights.bin", "kernels",
                                                 "plan.json",     "primitives.txt", "report.html"};

@@ -67,4 +67,8 @@ struct ArtifactContents {
 // Returns the memory report it wrote into program.json.
 MemoryReport write_artifact(const std::string& dir, const ArtifactContents& c);
 
+// Rewrites the manifest.json of the artifact in `dir` as `edit` changes it (what the compile learns
+// after writing: the micro-batch trials' times, the whole-model check); the other files stay.
+void update_manifest(const std::string& dir, const std::function<void(nlohmann::json& manifest)>& edit);
+
 }  // namespace korch::runtime
