@@ -263,6 +263,8 @@ CompileResult compile_graph(const Graph& model, const std::string& artifact_dir,
                                                 model_key(p), mo.redo);
       in_model->key_by_step_revision(
           [backend](const Graph& g, const KernelCandidate& c) { return backend->step_revision(g, c); });
+      in_model->classify_cold(
+          [m = measured.get()](const Graph& g, const KernelCandidate& c) { return m->measures_cold(g, c); });
       in_model->use_pace(&measured->pace());
       provider = in_model.get();
     }

@@ -210,19 +210,25 @@ void InModelCosts::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   for (const KernelCandidate& c : candidates) note_ratio(g, c);
 }
 
+CostClass InModelCosts::cost_class(const Graph& g, const KernelCandidate& c) const {
+  if (cold_ && cold_(g, c)) return CostClass::kColdConstants;
+  return c.linear > 0 ? CostClass::kLinear : CostClass::kLoop;
+}
+
 void InModelCosts::note_ratio(const Graph& g, const KernelCandidate& c) {
   auto it = by_instance_.find(instance(g, c));
   if (it == by_instance_.end()) return;
   const KernelCost alone = inner_.cost(g, c);
   if (!alone.feasible() || alone.seconds <= 0) return;
-  (c.linear > 0 ? ratio_linear_ : ratio_loop_)[it->first] = it->second / alone.seconds;
-  (c.linear > 0 ? scale_linear_ : scale_loop_) = 0;  // recomputed on next use
+  const auto cls = static_cast<size_t>(cost_class(g, c));
+  ratio_[cls][it->first] = it->second / alone.seconds;
+  scale_[cls] = 0;  // recomputed on next use
 }
 
-double InModelCosts::scale(bool linear) const {
-  double& cached = linear ? scale_linear_ : scale_loop_;
+double InModelCosts::scale(CostClass cls) const {
+  double& cached = scale_[static_cast<size_t>(cls)];
   if (cached > 0) return cached;
-  const auto& m = linear ? ratio_linear_ : ratio_loop_;
+  const auto& m = ratio_[static_cast<size_t>(cls)];
   if (m.empty()) return cached = 1.0;
   std::vector<double> r;
   for (const auto& [k, v] : m) r.push_back(v);
@@ -235,7 +241,7 @@ KernelCost InModelCosts::cost(const Graph& g, const KernelCandidate& c) {
   if (!k.feasible()) return k;
   auto it = by_instance_.find(instance(g, c));
   if (it == by_instance_.end()) {
-    const double f = scale(c.linear > 0);
+    const double f = scale(cost_class(g, c));
     if (f == 1.0) return k;
     return {k.seconds * f, fmt::format("{} x{:.2f} (in-model scale of its class)", k.reason, f), k.variant};
   }

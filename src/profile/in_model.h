@@ -135,6 +135,14 @@ struct KeptRound {
 KeptRound choose_kept_round(const std::vector<double>& end_to_end, double margin,
                             const std::function<SideBySide(size_t candidate)>& beside_first);
 
+// The classes of kernels whose isolated costs depart from their in-model times alike (InModelCosts
+// scales a kernel not yet run in the model by its class's median in-model / isolated ratio): loop
+// kernels (the threads' fork/join, inputs a neighbour just wrote), kernels with a linear primitive,
+// and kernels measured with cold weights (Device::cold_constant_bytes: in the model a weight may
+// still sit in the last-level cache, so those run faster there than measured, where the others run
+// slower).
+enum class CostClass { kLoop = 0, kLinear = 1, kColdConstants = 2 };
+
 class InModelCosts : public CostProvider {
  public:
   // `model_key`: identifies the model (content_hash of its primitive graph's text).
@@ -154,6 +162,10 @@ class InModelCosts : public CostProvider {
   void key_by_step_revision(std::function<std::string(const Graph&, const KernelCandidate&)> revision) {
     step_revision_ = std::move(revision);
   }
+  // Which kernels were measured with their weights cold (MeasuredCost::measures_cold): their own
+  // class. Set before prepare(); none when unset.
+  void classify_cold(std::function<bool(const Graph&, const KernelCandidate&)> cold) { cold_ = std::move(cold); }
+  CostClass cost_class(const Graph& g, const KernelCandidate& c) const;
   // The machine's pace (profile/pace.h), set before prepare(): records carry the pace of the run
   // they come from (set_run_pace), and prepare() leaves out records taken while the machine ran
   // slow when it runs at its pace now (the closed loop takes them again).
@@ -181,7 +193,7 @@ class InModelCosts : public CostProvider {
   int64_t loaded() const { return loaded_; }  // records found in the database by prepare()
   // The scale applied to isolated costs of candidates without an in-model time (1 until some
   // kernel of the class has run in the model).
-  double scale(bool linear) const;
+  double scale(CostClass cls) const;
 
  private:
   void note_ratio(const Graph& g, const KernelCandidate& c);
@@ -195,12 +207,13 @@ class InModelCosts : public CostProvider {
   int generator_;
   std::string model_key_;
   std::function<std::string(const Graph&, const KernelCandidate&)> step_revision_;
+  std::function<bool(const Graph&, const KernelCandidate&)> cold_;
   std::map<std::string, double> by_instance_;
   std::map<std::string, double> pace_of_;  // by instance: the pace its time in by_instance_ was taken at
   std::set<std::string> left_out_;  // instances whose records prepare() left out for their pace
-  // Per recorded instance: in-model / isolated, for the class scales.
-  std::map<std::string, double> ratio_linear_, ratio_loop_;
-  mutable double scale_linear_ = 0, scale_loop_ = 0;  // 0: to compute
+  // Per class, per recorded instance: in-model / isolated, for the class scales.
+  std::map<std::string, double> ratio_[3];
+  mutable double scale_[3] = {0, 0, 0};  // 0: to compute
   int64_t loaded_ = 0, left_slow_ = 0;
   bool redo_ = false;
   MachinePace* pace_ = nullptr;

@@ -24,6 +24,13 @@ std::vector<Tensor> reference_values(const Graph& g, uint64_t seed) {
   return values;
 }
 
+int64_t constant_input_bytes(const Graph& g, const std::vector<ValueId>& arg_inputs) {
+  int64_t bytes = 0;
+  for (ValueId v : arg_inputs)
+    if (g.value(v).is_constant()) bytes += static_cast<int64_t>(g.value(v).constant->nbytes());
+  return bytes;
+}
+
 KernelProbe::KernelProbe(runtime::Device& device, runtime::DeviceKernel& kernel, const EmittedKernel& k,
                          const Graph& g, const std::vector<Tensor>& values)
     : dev_(device), kernel_(kernel), k_(k), g_(g), values_(values) {
@@ -37,7 +44,10 @@ KernelProbe::KernelProbe(runtime::Device& device, runtime::DeviceKernel& kernel,
       dev_.upload(p, t.raw(), static_cast<int64_t>(t.nbytes()));
       in_.push_back(p);
     }
+    if (g.value(v).is_constant()) constants_.emplace_back(in_.back(), static_cast<int64_t>(t.nbytes()));
   }
+  const int64_t cold = dev_.cold_constant_bytes();
+  if (cold <= 0 || constant_input_bytes(g, k.arg_inputs) < cold) constants_.clear();
   for (ValueId v : k.outputs) {
     host_out_.emplace_back(g.type(v));
     if (dev_.host_memory()) {
@@ -55,6 +65,12 @@ KernelProbe::~KernelProbe() {
 }
 
 void KernelProbe::run() { kernel_.run(in_.data(), out_.data()); }
+
+void KernelProbe::evict_constants() {
+  if (constants_.empty()) return;
+  for (const auto& [data, bytes] : constants_) dev_.evict(data, bytes);
+  for (const auto& [data, bytes] : kernel_.constant_copies()) dev_.evict(data, bytes);
+}
 
 std::string KernelProbe::check(double tolerance) {
   run();

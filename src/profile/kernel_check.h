@@ -21,6 +21,11 @@ namespace korch {
 // graph inputs, constants and every node output of one interpreter run.
 std::vector<Tensor> reference_values(const Graph& g, uint64_t seed);
 
+// The bytes of the constant inputs (weights) among a kernel's argument inputs (kernel_arg_inputs:
+// baked constants are code, not inputs). At least Device::cold_constant_bytes() of them and the
+// kernel is measured with them cold (KernelProbe::evict_constants), and its tuning key says so.
+int64_t constant_input_bytes(const Graph& g, const std::vector<ValueId>& arg_inputs);
+
 // One emitted kernel bound to device buffers holding its reference inputs (on a host-memory
 // device, the reference tensors themselves) and buffers for its outputs.
 class KernelProbe {
@@ -37,6 +42,12 @@ class KernelProbe {
   const std::vector<Tensor>& outputs() const { return host_out_; }
   // Runs the kernel once (for timing; the caller's timer synchronises).
   void run();
+  // Whether its constant inputs are measured cold (constant_input_bytes at least the device's
+  // cold_constant_bytes); evict_constants() then evicts them and the kernel's copies of them
+  // (DeviceKernel::constant_copies) from the caches: what the measuring driver does before each
+  // timed call. No-op otherwise.
+  bool cold_constants() const { return !constants_.empty(); }
+  void evict_constants();
 
  private:
   runtime::Device& dev_;
@@ -48,6 +59,7 @@ class KernelProbe {
   std::vector<void*> out_;
   std::vector<Tensor> host_out_;
   std::vector<void*> owned_;  // device buffers (devices without host memory)
+  std::vector<std::pair<const void*, int64_t>> constants_;  // the constant inputs' buffers when measured cold
 };
 
 // Compiles emitted kernels for `device` in units of `per_unit` (Backend::compile); a unit that

@@ -121,7 +121,7 @@ Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt) 
   } while (warm_elapsed < opt.warmup_seconds);
   const double per_call = warm_elapsed / static_cast<double>(warm_calls);
   int64_t batch = 1;
-  if (per_call < opt.min_sample_seconds)
+  if (per_call < opt.min_sample_seconds && !opt.one_call_per_sample)
     batch = per_call > 0 ? static_cast<int64_t>(std::ceil(opt.min_sample_seconds / per_call))
                          : static_cast<int64_t>(1) << 16;  // clock did not move: a very fast call
 

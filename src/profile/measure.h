@@ -34,6 +34,9 @@ struct MeasureOptions {
   // comes after it): the measuring driver flushes the device's caches here (a GPU's L2), so each
   // sample starts cold. May be empty.
   std::function<void()> before_sample;
+  // Every sample one call (no batching of short calls): what a before_sample that makes the call's
+  // data cold needs, since a batch's later calls would find it where the first left it.
+  bool one_call_per_sample = false;
 };
 
 struct Measurement {

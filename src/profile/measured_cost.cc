@@ -39,13 +39,17 @@ DeviceSpec lower_bound_spec(DeviceSpec s) {
   return s;
 }
 
+// What a record of a kernel measured with its weights cold (KernelProbe::evict_constants) says.
+constexpr const char* kColdNote = ", its weights evicted before each call";
+
 KernelCost cost_of(const TuningRecord& r) {
   if (r.status == TuningStatus::kOk) {
+    const bool cold = r.note.find(kColdNote) != std::string::npos;
     // A record left in flight by schedule tuning holds the default's time.
     const bool tuned = !r.variant.empty() && r.variant != TuningRecord::kVariantInFlight;
     return {r.seconds,
-            fmt::format("measured {:.1f} us, spread {:.0f}%{}", r.seconds * 1e6, r.spread * 100,
-                        tuned ? ", schedule " + r.variant : ""),
+            fmt::format("measured {:.1f} us, spread {:.0f}%{}{}", r.seconds * 1e6, r.spread * 100,
+                        cold ? ", weights cold" : "", tuned ? ", schedule " + r.variant : ""),
             tuned ? r.variant : ""};
   }
   if (r.status == TuningStatus::kFailed) return KernelCost::infeasible("failed the correctness gate: " + r.note);
@@ -78,6 +82,7 @@ MeasuredCost::MeasuredCost(Backend& backend, MeasuredCostOptions options)
     fail_unsupported("measured costs for {} need a device to time kernels on, and {} (use --cost analytic)",
                      backend_.name(), backend_.timing_unavailable());
   device_ = dev->id();
+  cold_bytes_ = dev->cold_constant_bytes();
   db_ = TuningDb::open(options_.db_path.empty() ? TuningDb::default_path() : options_.db_path);
   pace_ = std::make_unique<MachinePace>(*dev, *db_, device_, options_.pace, options_.log);
 }
@@ -115,7 +120,14 @@ MeasuredCostStats& MeasuredCostStats::operator+=(const MeasuredCostStats& o) {
 }
 
 std::string MeasuredCost::hash_of(const Graph& g, const KernelCandidate& c) const {
-  return content_hash(kernel_cost_signature(g, c) + backend_.step_revision(g, c));
+  // A kernel measured with its weights cold (KernelProbe::evict_constants) has a key of its own:
+  // its records from before were taken with them hot.
+  return content_hash(kernel_cost_signature(g, c) + backend_.step_revision(g, c) +
+                      (measures_cold(g, c) ? "\nconstants measured cold" : ""));
+}
+
+bool MeasuredCost::measures_cold(const Graph& g, const KernelCandidate& c) const {
+  return cold_bytes_ > 0 && constant_input_bytes(g, kernel_arg_inputs(g, c)) >= cold_bytes_;
 }
 
 int MeasuredCost::generator_of(const std::string& hash) const {
@@ -321,13 +333,19 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
       try {
         std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, compiled.module[i]);
         KernelProbe probe(dev, *kernel, k, g, values);
+        if (probe.cold_constants()) out.where += kColdNote;
         // A kernel that is the reference interpreter has nothing independent to be checked against.
         if (k.runs_reference()) ++stats_.unchecked_reference;
         else out.message = probe.check(options_.tolerance);
         if (out.message.empty()) {
           MeasureOptions mo = options_.measure;
           if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
-          if (!mo.before_sample) mo.before_sample = [&dev] { dev.flush_caches(); };  // no-op on the CPU
+          if (!mo.before_sample)
+            mo.before_sample = [&dev, &probe] {
+              dev.flush_caches();       // no-op on the CPU
+              probe.evict_constants();  // weights past the CPU's L2: as cold as in the model
+            };
+          if (probe.cold_constants()) mo.one_call_per_sample = true;
           out.pace = pace_->settle(worth_a_wait);
           out.m = measure([&] { probe.run(); }, mo);
           out.kind = Outcome::Kind::kMeasured;

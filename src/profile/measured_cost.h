@@ -111,6 +111,9 @@ class MeasuredCost : public CostProvider {
   const std::string& device() const { return device_; }
   // The timing device's pace (the closed loop waits on it before its runs too).
   MachinePace& pace() { return *pace_; }
+  // Whether c's constant inputs reach the timing device's cold_constant_bytes: it is measured with
+  // them evicted before each call (KernelProbe::evict_constants), under a key of its own.
+  bool measures_cold(const Graph& g, const KernelCandidate& c) const;
 
  private:
   // The tuning record's signature hash: the kernel's signature and its step's revision
@@ -135,6 +138,7 @@ class MeasuredCost : public CostProvider {
   uint64_t graph_instance_ = 0;
   std::vector<KernelCandidate> prepared_;
   std::vector<std::string> hash_of_;
+  int64_t cold_bytes_ = 0;                   // the timing device's cold_constant_bytes()
   std::map<std::string, int> generator_of_;  // hash -> the generator version its record is keyed by
 };
 

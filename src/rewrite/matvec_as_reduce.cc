@@ -17,9 +17,14 @@
 //      W' = W with its output axis first (the Conv's weights as they are; the MatMul's transposed),
 //      so the sum runs over the innermost axis, contiguous in W' and in x.
 //
-// Matched: float32/float64 operands of one dtype, x not constant, K * N at most kMaxElements
-// (beyond that a library GEMV streaming the weights is the better kernel and the choice only costs
-// compile time). Summed in the operand's type: the library sums the same products in another order.
+// A classifier head at batch 1 is the other case: there the product streams megabytes of weights,
+// cold in the model, and a loop kernel reads them at the memory's pace where oneDNN 2.6's GEMV did
+// not (efficientvit_b0's 1024x1280 head measured with its weights evicted: 121 us against 248 us on
+// the 2-core EPYC VM; bench/results/cold_weights.md).
+//
+// Matched: float32/float64 operands of one dtype, x not constant, K * N at most kMaxElements (a
+// bound on compile time: a larger product is left to the library). Summed in the operand's type:
+// the library sums the same products in another order.
 #include <fmt/format.h>
 
 #include "rewrite/alternatives.h"
@@ -29,7 +34,7 @@ namespace korch {
 
 namespace {
 
-constexpr int64_t kMaxElements = int64_t{1} << 20;
+constexpr int64_t kMaxElements = int64_t{1} << 24;
 
 std::optional<AltMatch> match_matvec(const Graph& g, const UseInfo&, NodeId id) {
   const Node& n = g.nodes[static_cast<size_t>(id)];

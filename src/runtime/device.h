@@ -20,10 +20,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace korch::runtime {
 
@@ -54,6 +54,10 @@ class DeviceKernel {
   // Whether its work can be recorded into a replayable sequence (Device::capture): false when it
   // needs the host between device work (a reference op on a device without host memory).
   virtual bool capturable() const { return true; }
+  // Copies of constant inputs the kernel keeps (weights reordered once, on its first run, into a
+  // library's layout): what it reads in their place, so what a cold measurement evicts with them
+  // (Device::evict). Empty by default.
+  virtual std::vector<std::pair<const void*, int64_t>> constant_copies() const { return {}; }
 };
 
 // A recorded sequence of device work (a CUDA graph), replayed as a whole.
@@ -116,6 +120,18 @@ class Device {
   // measurement calls between repeats where the kernel meets cold data in the model. No-op where
   // the device has nothing to flush cheaply.
   virtual void flush_caches() {}
+  // A kernel whose constant inputs (weights) add up to at least this many bytes is measured with
+  // them cold: the measuring driver evicts them (evict below) before each timed call. In a model
+  // a weight is read once per run, and the rest of the run's traffic pushes it out of the caches
+  // before the next; measured alone and repeated, a kernel finds its weights where its last call
+  // left them. 0: never (the default; a device whose flush_caches empties every cache needs none).
+  virtual int64_t cold_constant_bytes() const { return 0; }
+  // Makes the next read of [data, data + bytes) come from memory (on the CPU: every cache line
+  // flushed). No-op by default.
+  virtual void evict(const void* data, int64_t bytes) {
+    (void)data;
+    (void)bytes;
+  }
   // Seconds one run of a fixed probe takes on this device now (the median of a few short sets):
   // work whose time moves with the machine's state, not with the kernels. A shared VM slows down
   // when its neighbours stream memory (this project's EPYC VM: 1.3-2.5x on memory-bound kernels

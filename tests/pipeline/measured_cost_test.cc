@@ -13,7 +13,9 @@
 #include "fission/fission.h"
 #include "ir/text_format.h"
 #include "orchestrate/kernel_candidate.h"
+#include "profile/kernel_check.h"
 #include "profile/tuning_db.h"
+#include "runtime/cpu/cpu_device.h"
 #include "temp_dir.h"
 
 namespace korch {
@@ -122,6 +124,99 @@ TEST(MeasuredCostPace, AHandfulOfKernelsIsNotWorthAWaitForTheMachinesPace) {
     ASSERT_GE(costs.stats().measured, static_cast<int64_t>(kKernelsWorthAWait));
     EXPECT_GE(costs.pace().waited_seconds(), 0.3);  // its whole wait budget, the machine still slow
   }
+}
+
+// y = Relu(MatMul(x [1, k], w [k, n])) with w a constant (fissioned: MatMul and Relu primitives).
+Graph matvec(int64_t k, int64_t n) {
+  Graph g;
+  const ValueId x = g.add_input("x", TensorType{DType::kFloat32, {1, k}});
+  Tensor wt(DType::kFloat32, {k, n});
+  float* w = wt.data<float>();
+  for (int64_t i = 0; i < k * n; ++i) w[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f;
+  const ValueId wv = g.add_constant("w", std::move(wt));
+  const ValueId m = g.add_value("m", TensorType{DType::kFloat32, {1, n}});
+  const ValueId y = g.add_value("y", TensorType{DType::kFloat32, {1, n}});
+  g.add_node(Node{"mm", "MatMul", "", {x, wv}, {m}, {}});
+  g.add_node(Node{"relu", "Relu", "", {m}, {y}, {}});
+  g.outputs = {y};
+  return fission(g);
+}
+
+// The candidate of p that is its MatMul alone.
+const KernelCandidate& matmul_alone(const Graph& p, const std::vector<KernelCandidate>& cands) {
+  return cands[single(p, cands, "MatMul")];
+}
+
+// A CPU device that says which buffers a measurement evicted, and whose "L2" is 64 KB.
+class EvictionLog : public cpu::CpuDevice {
+ public:
+  int64_t cold_constant_bytes() const override { return 64 << 10; }
+  void evict(const void* data, int64_t bytes) override {
+    evicted.emplace_back(data, bytes);
+    cpu::CpuDevice::evict(data, bytes);
+  }
+  std::vector<std::pair<const void*, int64_t>> evicted;
+};
+
+// In a model a weight is read once per run and pushed out of the caches by the rest of the run
+// before the next; measured alone and repeated, a kernel finds it where its last call left it
+// (efficientvit_b0's 5 MB classifier: 31.6 us so, 150-220 us in the model). Weights of at least
+// the device's cold_constant_bytes are evicted before each timed call, with the copies the kernel
+// keeps of them (oneDNN's reordered weights); smaller ones are left alone.
+TEST(MeasuredCostColdWeights, WeightsPastTheCacheAreEvictedBeforeEachCall) {
+  cpu::CpuBackend backend(1);
+  CandidateOptions co;
+  co.rules = backend.fusion_rules();
+  for (const int64_t n : {8, 64}) {  // w: 32 KB (under the 64 KB), 256 KB
+    const Graph p = matvec(1024, n);
+    const std::vector<KernelCandidate> cands = enumerate_candidates(p, co).candidates;
+    const EmittedKernel k = backend.emit(p, matmul_alone(p, cands));
+    ASSERT_TRUE(k.ok) << k.reason;
+    const std::vector<Tensor> values = reference_values(p, 5);
+    EvictionLog dev;
+    std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, nullptr);
+    KernelProbe probe(dev, *kernel, k, p, values);
+    ASSERT_EQ(probe.check(1e-4), "");
+    probe.evict_constants();
+    const ValueId w = p.find_value("w");
+    ASSERT_GE(w, 0);
+    if (n == 8) {
+      EXPECT_FALSE(probe.cold_constants());
+      EXPECT_TRUE(dev.evicted.empty());
+      continue;
+    }
+    EXPECT_TRUE(probe.cold_constants());
+    ASSERT_FALSE(dev.evicted.empty());
+    EXPECT_EQ(dev.evicted[0].first, values[static_cast<size_t>(w)].raw());
+    EXPECT_EQ(dev.evicted[0].second, 1024 * n * 4);
+    for (const auto& copy : kernel->constant_copies())  // oneDNN's reordered weights, if it made any
+      EXPECT_NE(std::find(dev.evicted.begin(), dev.evicted.end(), copy), dev.evicted.end());
+  }
+}
+
+// The real device's threshold is its L2; a kernel over it is measured cold, says so in its record,
+// and has a key of its own (the records taken warm before stay for what they were). A weight of
+// 8 MB is past any L2 there is.
+TEST(MeasuredCostColdWeights, AKernelMeasuredColdSaysSoUnderAKeyOfItsOwn) {
+  korch::testing::TempDir dir("korch_measured_cost_cold");
+  cpu::CpuBackend backend(1);
+  ASSERT_GT(backend.timing_device()->cold_constant_bytes(), 0);
+  CandidateOptions co;
+  co.rules = backend.fusion_rules();
+  const Graph big = matvec(2048, 1024), small = matvec(64, 16);
+  const std::vector<KernelCandidate> big_cands = enumerate_candidates(big, co).candidates;
+  const std::vector<KernelCandidate> small_cands = enumerate_candidates(small, co).candidates;
+  MeasuredCost costs(backend, quiet(dir.path() / "tuning.db"));
+  EXPECT_TRUE(costs.measures_cold(big, matmul_alone(big, big_cands)));
+  EXPECT_FALSE(costs.measures_cold(small, matmul_alone(small, small_cands)));
+  costs.prepare(big, big_cands);
+  const KernelCost cold = costs.cost(big, matmul_alone(big, big_cands));
+  ASSERT_TRUE(cold.feasible()) << cold.reason;
+  EXPECT_NE(cold.reason.find("weights cold"), std::string::npos) << cold.reason;
+  costs.prepare(small, small_cands);
+  const KernelCost warm = costs.cost(small, matmul_alone(small, small_cands));
+  ASSERT_TRUE(warm.feasible()) << warm.reason;
+  EXPECT_EQ(warm.reason.find("weights cold"), std::string::npos) << warm.reason;
 }
 
 }  // namespace

@@ -78,11 +78,32 @@ TEST_F(InModelTest, InstancesReplaceTheirCostsAndScaleTheRestOfTheirClass) {
   m.record(g_, cs[4], 150e-6, "step 1");  // linear ones 1.5x
   EXPECT_NEAR(m.cost(g_, cs[0]).seconds, 20e-6, 1e-12);
   EXPECT_NE(m.cost(g_, cs[0]).reason.find("in-model"), std::string::npos);
-  EXPECT_NEAR(m.scale(false), 2.0, 1e-12);
-  EXPECT_NEAR(m.scale(true), 1.5, 1e-12);
+  EXPECT_NEAR(m.scale(CostClass::kLoop), 2.0, 1e-12);
+  EXPECT_NEAR(m.scale(CostClass::kLinear), 1.5, 1e-12);
   EXPECT_NEAR(m.cost(g_, cs[1]).seconds, 20e-6, 1e-12);   // 10 us x 2
   EXPECT_NEAR(m.cost(g_, cs[3]).seconds, 40e-6, 1e-12);   // 20 us x 2
   EXPECT_NEAR(m.cost(g_, cs[5]).seconds, 150e-6, 1e-12);  // 100 us x 1.5
+}
+
+// Kernels measured with their weights cold (MeasuredCost::measures_cold) run faster in the model,
+// where a weight may still sit in the last-level cache, while the rest run slower: a class of
+// their own, scaled only by their own ratios.
+TEST_F(InModelTest, KernelsMeasuredWithColdWeightsAreAClassOfTheirOwn) {
+  const std::vector<KernelCandidate> cs = {cand({0}, {10}, 1), cand({1}, {11}, 1), cand({2}, {12}, 1),
+                                           cand({3}, {13}, 1)};
+  InModelCosts m(fixed_, db(), "cpu:test", 3, "model-a");
+  m.classify_cold([](const Graph&, const KernelCandidate& c) { return c.nodes.front() >= 2; });
+  m.prepare(g_, cs);
+  EXPECT_EQ(m.cost_class(g_, cs[0]), CostClass::kLinear);
+  EXPECT_EQ(m.cost_class(g_, cs[2]), CostClass::kColdConstants);
+  m.record(g_, cs[0], 150e-6, "step 0");  // warm-measured linear kernels: 1.5x in the model
+  EXPECT_NEAR(m.cost(g_, cs[1]).seconds, 150e-6, 1e-12);
+  EXPECT_NEAR(m.cost(g_, cs[3]).seconds, 100e-6, 1e-12);  // its class has no ratio yet: as measured
+  m.record(g_, cs[2], 40e-6, "step 2");                   // cold-measured: 0.4x
+  EXPECT_NEAR(m.scale(CostClass::kColdConstants), 0.4, 1e-12);
+  EXPECT_NEAR(m.scale(CostClass::kLinear), 1.5, 1e-12);
+  EXPECT_NEAR(m.cost(g_, cs[3]).seconds, 40e-6, 1e-12);
+  EXPECT_NEAR(m.cost(g_, cs[1]).seconds, 150e-6, 1e-12);
 }
 
 TEST_F(InModelTest, RecordsPersistPerModelAndDevice) {

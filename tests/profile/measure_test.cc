@@ -92,6 +92,31 @@ TEST(Measure, SubMicrosecondKernelsAreBatched) {
   EXPECT_GE(m.reps, 10);
 }
 
+// A measurement that makes each call's data cold (before_sample evicts it) times one call per
+// sample: batched, the later calls would find the data the first brought in. Each sample here
+// starts with one cold call of 5 us; warm calls take 0.1 us.
+TEST(Measure, OneCallPerSampleWhenEachSampleStartsCold) {
+  FakeKernel k;
+  bool cold = true;
+  k.duration = [&](int64_t) {
+    const double d = cold ? 5e-6 : 1e-7;
+    cold = false;
+    return d;
+  };
+  MeasureOptions o = k.options();
+  o.before_sample = [&] { cold = true; };
+  o.warmup_seconds = 0;  // warm-up: one warm call, so the call looks short enough to batch
+  cold = false;
+  const Measurement batched = measure(k.fn(), o);
+  EXPECT_GT(batched.batch, 1);
+  EXPECT_LT(batched.median, 1e-6);  // the cold call hidden among warm ones
+  o.one_call_per_sample = true;
+  cold = false;
+  const Measurement single = measure(k.fn(), o);
+  EXPECT_EQ(single.batch, 1);
+  EXPECT_NEAR(single.median, 5e-6, 1e-12);
+}
+
 TEST(Measure, NoisyStartIsRemeasured) {
   FakeKernel k;
   // The first 40 calls alternate 1 ms / 3 ms (a neighbour process), then it is quiet.

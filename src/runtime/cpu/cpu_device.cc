@@ -2,13 +2,17 @@
 
 #include <omp.h>
 #if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
 #include <xmmintrin.h>
 #endif
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "runtime/cpu/cpu_device_id.h"
@@ -147,6 +151,37 @@ int CpuDevice::specialize(runtime::ProgramView& p) {
 // of 12 ms against ~12 us), and the pace tests ran 7-12x longer under ctest than alone. Past 50 ms
 // the passes so far decide; such a probe reads slow, and MachinePace then looks at the load.
 double CpuDevice::pace_probe_seconds() const { return cpu_pace_probe(0.05); }
+
+void CpuDevice::evict(const void* data, int64_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+  constexpr uintptr_t kLine = 64;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) & ~(kLine - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + static_cast<uintptr_t>(std::max<int64_t>(bytes, 0));
+  for (uintptr_t p = begin; p < end; p += kLine) _mm_clflush(reinterpret_cast<const void*>(p));
+  _mm_mfence();
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+int64_t cpu_l2_bytes() {
+  static const int64_t bytes = [] {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index2/size");  // "1024K"
+    std::string text;
+    if (f >> text && !text.empty()) {
+      char* end = nullptr;
+      const long long n = std::strtoll(text.c_str(), &end, 10);
+      const int64_t unit = *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : 1;
+      if (n > 0) return static_cast<int64_t>(n) * unit;
+    }
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (const long n = sysconf(_SC_LEVEL2_CACHE_SIZE); n > 0) return static_cast<int64_t>(n);
+#endif
+    return static_cast<int64_t>(1) << 20;
+  }();
+  return bytes;
+}
 
 double cpu_pace_probe(double budget_seconds, int* passes) {
   constexpr int64_t kN = 151296;  // 3 arrays: 1.8 MB, about what two 1 MB L2s hold

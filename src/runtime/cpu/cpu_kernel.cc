@@ -55,6 +55,10 @@ CpuKernel::~CpuKernel() = default;
 
 runtime::ReorderStats CpuKernel::reorders_per_run() const { return linear_ ? linear_->reorders_per_run() : runtime::ReorderStats{}; }
 
+std::vector<std::pair<const void*, int64_t>> CpuKernel::constant_copies() const {
+  return linear_ ? linear_->constant_copies() : std::vector<std::pair<const void*, int64_t>>{};
+}
+
 void CpuKernel::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 void CpuKernel::run(const void* const* inputs, void* const* outputs) {

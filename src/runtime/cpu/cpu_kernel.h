@@ -54,6 +54,7 @@ class CpuKernel : public runtime::DeviceKernel {
   // The linear step when the kernel is nothing else (no loop function, no reference op); else null.
   LinearStep* only_linear_step() const { return fn_ || reference_ || in_place_ ? nullptr : linear_.get(); }
   runtime::ReorderStats reorders_per_run() const override;
+  std::vector<std::pair<const void*, int64_t>> constant_copies() const override;
 
  private:
   using LoopFn = void (*)(void* const*);

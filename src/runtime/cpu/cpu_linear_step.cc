@@ -165,6 +165,13 @@ class DnnlLinearStep final : public LinearStep {
   void set_sum_in_layout(bool on) override { sum_in_layout_ = on && sum_slot_ >= 0 && binding(DNNL_ARG_DST)->inner; }
   void set_src_in_layout(bool on) override { if (Binding* b = binding(DNNL_ARG_SRC)) b->external = on && b->inner; }
   void set_dst_in_layout(bool on) override { if (Binding* b = binding(DNNL_ARG_DST)) b->external = on && b->inner; }
+  std::vector<std::pair<const void*, int64_t>> constant_copies() const override {
+    std::vector<std::pair<const void*, int64_t>> copies;
+    for (const Binding& b : bindings_)
+      if (b.once && b.inner && b.reordered_from)
+        copies.emplace_back(b.inner.get_data_handle(), static_cast<int64_t>(b.inner.get_desc().get_size()));
+    return copies;
+  }
   runtime::ReorderStats reorders_per_run() const override {
     runtime::ReorderStats r;
     for (const Binding& b : bindings_)

@@ -3,9 +3,10 @@
 #pragma once
 
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/device.h"
 
@@ -45,6 +46,8 @@ class LinearStep {
   // Reorders each run makes now (after the handoffs above): activations and non-constant operands
   // whose layout differs from the primitive's, and a residual reordered into the dst layout.
   virtual runtime::ReorderStats reorders_per_run() const { return {}; }
+  // The constant inputs it reordered into its own buffers (DeviceKernel::constant_copies).
+  virtual std::vector<std::pair<const void*, int64_t>> constant_copies() const { return {}; }
 };
 
 // Whether oneDNN runs a typical convolution (3x3, 64 channels, 56x56) on NHWC activations with a
