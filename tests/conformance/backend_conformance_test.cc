@@ -437,6 +437,13 @@ std::vector<Tensor> run_rnn_case(Backend& cpu, const RnnCase& rc, const std::str
   std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, nullptr);
   KernelProbe probe(dev, *kernel, k, g, values);
   for (int rep = 0; rep < 3; ++rep) EXPECT_EQ(probe.check(1e-4), "") << rc.c.name << " " << what;
+  // The step's own copies of the weights (oneDNN's layout, or the batch-1 kernel's blocks): what a
+  // measurement with cold weights evicts besides the ONNX tensors.
+  if (!rc.fallback) {
+    const std::vector<std::pair<const void*, int64_t>> copies = kernel->constant_copies();
+    EXPECT_FALSE(copies.empty()) << rc.c.name;
+    for (const auto& [data, bytes] : copies) EXPECT_TRUE(data != nullptr && bytes > 0) << rc.c.name;
+  }
   return probe.outputs();
 }
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace korch::cpu {
@@ -38,6 +39,13 @@ class Batch1Lstm {
   // x [T, I]; h0, c0 [D, H] (nullptr: zero); writes y [T, D, H], yh and yc [D, H] (each may be
   // nullptr). With batch 1, ONNX's layouts 0 and 1 are these same arrays.
   void run(const float* x, const float* h0, const float* c0, float* y, float* yh, float* yc);
+  // Its blocked copies of W, R, the bias and the peepholes (LinearStep::constant_copies).
+  std::vector<std::pair<const void*, int64_t>> constant_copies() const {
+    std::vector<std::pair<const void*, int64_t>> copies;
+    for (const std::vector<float>* v : {&w_, &r_, &bias_, &peep_})
+      if (!v->empty()) copies.emplace_back(v->data(), static_cast<int64_t>(v->size() * sizeof(float)));
+    return copies;
+  }
 
  private:
   int64_t T_, I_, H_, D_, blocks_;

@@ -53,6 +53,15 @@ class DnnlRnnStep final : public LinearStep {
  public:
   explicit DnnlRnnStep(const json& d);
   void run(void* const* args) override;
+  std::vector<std::pair<const void*, int64_t>> constant_copies() const override {
+    if (!weights_ready_) return {};
+    if (batch1_) return batch1_->constant_copies();
+    std::vector<std::pair<const void*, int64_t>> copies;
+    for (const Direction& d : dirs_)
+      for (const memory* m : {&d.wl, &d.wi})
+        if (*m) copies.emplace_back(m->get_data_handle(), static_cast<int64_t>(m->get_desc().get_size()));
+    return copies;
+  }
   std::string implementation() const override {
     if (batch1_) return fmt::format("korch batch-1 LSTM {}x{} ({} direction{})", op_, hidden_, D_, D_ == 1 ? "" : "s");
     return fmt::format("{} {}x{} ({} direction{})", dirs_[0].pd.impl_info_str(), op_, hidden_, dirs_.size(),
