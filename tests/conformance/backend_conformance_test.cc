@@ -511,6 +511,8 @@ TEST(BackendConformance, DynamicQuantizeLstmStepReproducesTheReferenceExactly) {
       std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, nullptr);
       KernelProbe probe(dev, *kernel, k, *c.g, values);
       EXPECT_EQ(probe.check(0.0), "") << c.name << " on " << threads << " threads";
+      EXPECT_FALSE(kernel->constant_copies().empty())
+          << c.name << ": its widened weights, which a cold measurement evicts";
     }
   }
   cpu::set_cpu_threads(threads_before);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ir/ops/quant_lstm.h"
@@ -83,6 +84,15 @@ class QuantLstmStep final : public LinearStep {
  public:
   explicit QuantLstmStep(const json& d);
   void run(void* const* args) override;
+  // The widened W and R it reads in place of the int8 inputs (LinearStep::constant_copies).
+  std::vector<std::pair<const void*, int64_t>> constant_copies() const override {
+    std::vector<std::pair<const void*, int64_t>> copies;
+    if (!ready_) return copies;
+    for (const std::vector<PairedMatrix>* ms : {&w_, &r_})
+      for (const PairedMatrix& m : *ms)
+        if (!m.w.empty()) copies.emplace_back(m.w.data(), static_cast<int64_t>(m.w.size() * sizeof(int16_t)));
+    return copies;
+  }
   std::string implementation() const override {
     return fmt::format("korch DynamicQuantizeLSTM {}x{} ({} direction{}, int16 pair products)", I_, H_, D_,
                        D_ == 1 ? "" : "s");
