@@ -292,11 +292,8 @@ CompileResult compile_artifact(const std::string& model, const Graph& g, const s
   if (const auto& c = r.check)
     fmt::print(
         "  checked: the artifact matches the reference interpreter on seeded random inputs, worst relative L2 "
-        "{:.2e} (tolerance {:g}{}){}\n",
-        c->worst, c->tolerance, c->ran_f64 ? "; outputs past it no farther from a float64 run than the reference" : "",
-        c->vacuous.empty()
-            ? ""
-            : fmt::format("; vacuous for {} (the reference gives one value everywhere)", fmt::join(c->vacuous, ", ")));
+        "{:.2e} (tolerance {:g}){}\n",
+        c->worst, c->tolerance, c->notes());
   if (!r.module.empty()) fmt::print("  kernels: {}\n", r.module);
   fmt::print("  memory: intermediates {:.2f} MB (unfused plan {:.2f} MB), weights {:.2f} MB{}\n",
              r.memory.arena_bytes / 1e6, r.memory.unfused_arena_bytes / 1e6, r.memory.weights_bytes / 1e6,

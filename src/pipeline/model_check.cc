@@ -1,6 +1,7 @@
 #include "pipeline/model_check.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "ir/precision.h"
 #include "ir/random.h"
 #include "ir/tensor_compare.h"
+#include "pipeline/compile_steps.h"
 #include "runtime/executable.h"
 #include "support/error.h"
 #include "support/file_io.h"
@@ -18,10 +20,6 @@
 namespace korch {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // Every element the same (float32/64 by value, so -0 and 0 are one; other types bytewise): a check
 // against it says little about the arithmetic before it.
@@ -53,6 +51,14 @@ std::string ModelCheck::failure() const {
   return "";
 }
 
+std::string ModelCheck::notes() const {
+  std::string s;
+  if (ran_f64) s += fmt::format("; outputs past {:g} no farther from a float64 run than the reference", tolerance);
+  if (!vacuous.empty())
+    s += fmt::format("; vacuous for {} (the reference gives one value everywhere)", fmt::join(vacuous, ", "));
+  return s;
+}
+
 nlohmann::json model_check_json(const ModelCheck& c) {
   nlohmann::json outputs = nlohmann::json::object();
   for (const ModelCheck::Output& o : c.outputs) {
@@ -71,7 +77,7 @@ ModelCheck check_model_outputs(const Graph& model, const std::vector<Tensor>& in
   c.tolerance = tolerance;
   auto t = std::chrono::steady_clock::now();
   const std::vector<Tensor> want = interpret(model, inputs);
-  c.reference_seconds = seconds_since(t);
+  c.reference_seconds = compile_steps::since(t);
   KORCH_CHECK(want.size() == got.size() && want.size() == model.outputs.size(), "{} outputs to check, {} given",
               want.size(), got.size());
   std::vector<Tensor> f64;  // the float64 run, when an output needs it
@@ -85,7 +91,7 @@ ModelCheck check_model_outputs(const Graph& model, const std::vector<Tensor>& in
       if (f64.empty()) {
         t = std::chrono::steady_clock::now();
         f64 = interpret_f64(model, inputs);
-        c.reference_seconds += seconds_since(t);
+        c.reference_seconds += compile_steps::since(t);
         c.ran_f64 = true;
       }
       o.to_f64 = rel_l2_error(widen_to_f64(got[i]), f64[i]);

@@ -44,6 +44,9 @@ struct ModelCheck {
   std::vector<std::string> vacuous;  // outputs whose reference is one value everywhere
   // The first failing output: name, errors and the rule ("" when passed).
   std::string failure() const;
+  // What a passing check's summary line adds: that the float64 rule was needed, and which outputs
+  // are vacuous ("; ..." each, "" when neither).
+  std::string notes() const;
 };
 
 // `got`: the model's outputs on `inputs` from the system under test (same order and types).
