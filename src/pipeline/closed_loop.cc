@@ -487,8 +487,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   r.loop.first_measured = settled.first;
   r.loop.agrees = settled.agrees;
   if (settled.retaken)
-    say(fmt::format("closed loop: taken again: {:.1f} us; the {} run kept (the faster){}", settled.retake * 1e6,
-                    settled.kept_retake ? "second" : "first",
+    say(fmt::format("closed loop: taken again: {:.1f} us; {}{}", settled.retake * 1e6, settled.kept_because(),
                     settled.agrees ? ""
                                    : "; it still departs from the side-by-side runs by more than 10% (a busy "
                                      "machine?): the predicted latency below is rough"));

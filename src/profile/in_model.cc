@@ -84,7 +84,10 @@ SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double t
   s.retaken = true;
   InModelRun again = retake();
   s.retake = again.end_to_end;
+  s.retake_noisy = again.noisy;
+  s.retake_spread = again.spread;
   const bool slower_machine = again.slow && !s.run.slow && s.run.pace > 0;  // the first at a known pace
+  s.retake_slow = slower_machine;
   const bool quieter = s.run.noisy && !again.noisy && !slower_machine;
   if (quieter || (!again.noisy && again.end_to_end < s.run.end_to_end)) {
     s.run = std::move(again);
@@ -94,6 +97,14 @@ SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double t
   if (!s.agrees && !s.run.noisy && beside_seconds > 0 && beside_seconds < s.run.end_to_end)
     s.scale = beside_seconds / s.run.end_to_end;
   return s;
+}
+
+std::string SettledRun::kept_because() const {
+  if (kept_retake) return retake < first ? "the second run kept (the faster)" : "the second run kept (the quieter)";
+  if (retake >= first) return "the first run kept (the faster)";
+  if (retake_slow) return "the first run kept (the second, though faster, ran in a slow phase of the machine)";
+  return fmt::format("the first run kept (the second, though faster, stayed noisy: spread {:.0f}%)",
+                     100 * retake_spread);
 }
 
 KeptRound choose_kept_round(const std::vector<double>& end_to_end, double margin,

@@ -107,6 +107,13 @@ struct SettledRun {
   bool kept_retake = false;
   double first = 0;    // the first run's median (seconds)
   double retake = 0;   // the retake's, when made
+  // Why the kept run was kept: the retake's spread stayed wide (noisy) or it ran in a slow phase
+  // when the first did not (either way the first is kept even where the retake was faster).
+  bool retake_noisy = false, retake_slow = false;
+  double retake_spread = 0;
+  // Which run was kept and why, for the compile's log ("the first run kept (the second, though
+  // faster, stayed noisy: spread 31%)").
+  std::string kept_because() const;
   bool agrees = true;  // the kept run is within tolerance of the side-by-side median
   // When the kept run still disagrees and the side-by-side runs were the faster: their median over
   // the kept run's (else 1). The kernel-by-kernel runs both met a slower state of the machine than

@@ -315,9 +315,13 @@ TEST(SettleInModelRun, NoisyRunsDoNotWinOnSpeed) {
   SettledRun s = settle_in_model_run(timed(0.090), 0.066, 0.10, [] { return timed(0.060, /*noisy=*/true); });
   EXPECT_FALSE(s.kept_retake);
   EXPECT_DOUBLE_EQ(s.run.end_to_end, 0.090);
+  EXPECT_TRUE(s.retake_noisy);  // the log says so, not "the first run kept (the faster)"
+  EXPECT_EQ(s.kept_because().rfind("the first run kept (the second, though faster, stayed noisy", 0), 0u)
+      << s.kept_because();
   // ... and a quiet retake replaces a noisy first run even when slower.
   s = settle_in_model_run(timed(0.050, /*noisy=*/true), 0.066, 0.10, [] { return timed(0.068); });
   EXPECT_TRUE(s.kept_retake);
+  EXPECT_EQ(s.kept_because(), "the second run kept (the quieter)");
   EXPECT_FALSE(s.run.noisy);
   EXPECT_TRUE(s.agrees);
 }
@@ -329,6 +333,7 @@ TEST(SettleInModelRun, AQuietRetakeInASlowPhaseDoesNotReplaceANoisyRunAtThePace)
   EXPECT_TRUE(s.retaken);
   EXPECT_FALSE(s.kept_retake);
   EXPECT_DOUBLE_EQ(s.run.end_to_end, 0.0687);
+  EXPECT_TRUE(s.retake_slow);
   // With the first run's pace unknown, or both in the slow phase, the quiet one is kept as before.
   s = settle_in_model_run(timed(0.0687, true), 0.112, 0.10, [] { return timed(0.110, false, 1.6); });
   EXPECT_TRUE(s.kept_retake);
