@@ -1,29 +1,26 @@
 #include "orchestrate/orchestrate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iterator>
-#include <cmath>
 #include <map>
 #include <numeric>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "orchestrate/dominance.h"
 #include "orchestrate/graph_index.h"
 #include "orchestrate/regions.h"
 #include "orchestrate/rewrite_sites.h"
+#include "support/clock.h"
 #include "support/error.h"
 
 namespace korch {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // A cycle of blocked kernels: kernel[t] reads needs[t], which kernel[t + 1] (cyclically) writes.
 // Walk from a blocked kernel to a blocked writer of one of its missing inputs until a kernel repeats.
@@ -312,7 +309,7 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
   int64_t lowest_over = std::numeric_limits<int64_t>::max();  // the lowest peak of a plan over the memory budget
   for (int round = 0;; ++round) {
     SolveOptions so;
-    so.time_limit_s = std::max(1.0, time_limit_s - seconds_since(t0));
+    so.time_limit_s = std::max(1.0, time_limit_s - since(t0));
     so.rel_gap = rel_gap;
     so.abs_gap = abs_gap;
     so.warm_start = warm;
@@ -355,7 +352,7 @@ Selection select_in_region(const Graph& g, const std::vector<KernelCandidate>& c
       sel.peak_bytes = plan_peak_bytes(g, candidates, s.order);
       if (sel.peak_bytes > options.memory_budget) {
         lowest_over = std::min(lowest_over, sel.peak_bytes);
-        if (sel.memory_cuts + 1 >= options.max_memory_cuts || seconds_since(t0) >= time_limit_s)
+        if (sel.memory_cuts + 1 >= options.max_memory_cuts || since(t0) >= time_limit_s)
           fail("no plan within the memory budget of {} bytes among the {} cheapest plans ({}; the lowest peak among "
                "them {} bytes)",
                options.memory_budget, sel.memory_cuts + 1,
@@ -523,7 +520,7 @@ Selection select_kernels(const Graph& g, const std::vector<KernelCandidate>& can
     }
     const double slack = std::max(0.0, options.rel_gap * solved_objective - gap_used) * scale;
     parts[r] = select_in_region(reg.graph, reg.local_candidates, c, s, scale, in_region,
-                                std::max(1.0, options.time_limit_s - seconds_since(t0)),
+                                std::max(1.0, options.time_limit_s - since(t0)),
                                 reg.candidates.size() >= kGapRegion ? options.rel_gap : 0, big ? slack : 0, region_say);
     solved_objective += parts[r].objective;
     if (parts[r].source == "blp") gap_used += std::max(0.0, parts[r].objective - parts[r].solve.bound);
@@ -573,7 +570,7 @@ OrchestrateResult orchestrate(const Graph& g, CostProvider& provider, const Orch
   OrchestrateResult out;
   auto t0 = std::chrono::steady_clock::now();
   out.candidates = enumerate_candidates(g, options.candidates);
-  out.enumerate_s = seconds_since(t0);
+  out.enumerate_s = since(t0);
   const CandidateSet& cs = out.candidates;
   say(fmt::format("{} primitives: {} candidate kernels from {} convex subgraphs{} ({:.2f} s)", g.nodes.size(),
                   cs.candidates.size(), cs.connected_sets,
@@ -601,7 +598,7 @@ OrchestrateResult select_with_costs(const Graph& g, OrchestrateResult out, CostP
   };
   auto t0 = std::chrono::steady_clock::now();
   out.costs = fill_cost_table(g, out.candidates.candidates, provider, prepare);
-  out.cost_s = seconds_since(t0);
+  out.cost_s = since(t0);
   std::vector<double> seconds;
   std::vector<std::string> notes;
   for (size_t i = 0; i < out.costs.costs.size(); ++i) {
@@ -621,7 +618,7 @@ OrchestrateResult select_with_costs(const Graph& g, OrchestrateResult out, CostP
 
   t0 = std::chrono::steady_clock::now();
   out.selection = select_kernels(g, out.candidates.candidates, seconds, options);
-  out.select_s = seconds_since(t0);
+  out.select_s = since(t0);
   out.plan = make_plan(g, out.candidates.candidates, out.selection.order, seconds, notes);
   verify_plan(g, out.plan);
   return out;

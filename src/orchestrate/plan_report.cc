@@ -1,5 +1,6 @@
 #include "orchestrate/plan_report.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-
+#include "support/clock.h"
 #include "support/error.h"
 #include "support/process.h"
 
@@ -300,7 +300,7 @@ PlanDrawing draw_plan(const json& plan, const ReportOptions& o) {
     rc = -1;
     output = e.what();
   }
-  d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  d.seconds = since(t0);
   if (rc == 127) {
     d.why_not = fmt::format("No drawing: Graphviz's `{}` is not installed (apt install graphviz).", o.dot);
   } else if (rc == 124) {

@@ -1,5 +1,7 @@
 #include "orchestrate/rewrite_choice.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,10 +12,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include <fmt/format.h>
-
 #include "orchestrate/regions.h"
 #include "rewrite/alternatives.h"
+#include "support/clock.h"
 #include "support/error.h"
 
 namespace korch {
@@ -375,11 +376,11 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& given, CostProvider& 
     }
   }
   out.result.rewrites.candidates = static_cast<int64_t>(cands.size());
-  say(fmt::format("rewrite choices: {} sites offered ({} apply), {} variant graphs{}, {} candidate kernels over "
+  say(
+      fmt::format("rewrite choices: {} sites offered ({} apply), {} variant graphs{}, {} candidate kernels over "
                   "them ({:.2f} s)",
                   n, applicable.size(), out.result.rewrites.variant_graphs,
-                  out.result.rewrites.exhaustive ? " (every combination)" : " (layers)", cands.size(),
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+                  out.result.rewrites.exhaustive ? " (every combination)" : " (layers)", cands.size(), since(t0)));
 
   OrchestrateOptions with_sites = options;
   with_sites.rewrite_sites = &sites;
@@ -409,7 +410,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& given, CostProvider& 
   // What each choice saved: the site's region (regions.h: a site lies in one) solved again
   // without the site's kernels, while the time lasts (as long as the first solve took, and at
   // least a second, in all).
-  const double first_solve = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double first_solve = since(t0);
   const auto t_saved = std::chrono::steady_clock::now();
   const std::vector<SelectionRegion> regions =
       split_into_regions(u, cands, usable_candidates(cands, seconds, options.allow_recompute), &sites);
@@ -422,7 +423,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& given, CostProvider& 
   quiet.split_regions = false;
   quiet.dump_blp_path.clear();
   for (int s : out.result.rewrites.chosen) {
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_saved).count();
+    const double spent = since(t_saved);
     const auto added = std::find(sites.added_by.begin(), sites.added_by.end(), s);
     // (Not under a memory budget: the arena is the whole plan's, not a region's.)
     if (spent > std::max(1.0, first_solve) || added == sites.added_by.end() || options.memory_budget >= 0) {
@@ -450,8 +451,7 @@ RewriteChoiceResult orchestrate_with_rewrites(const Graph& given, CostProvider& 
     }
   }
   say(fmt::format("rewrite choices: {} of {} sites chosen (plan {:.6g} us over all variants, {} regions, {:.2f} s)",
-                  chosen.size(), n, sel.objective * 1e6, sel.regions,
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+                  chosen.size(), n, sel.objective * 1e6, sel.regions, since(t0)));
 
   // The plan on P* itself: its own candidates (the selected ones among them), costs answered from
   // what was asked above, so the rest of the pipeline sees one graph.

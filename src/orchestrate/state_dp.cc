@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "orchestrate/graph_index.h"
+#include "support/clock.h"
 #include "support/error.h"
 
 namespace korch {
@@ -171,11 +172,10 @@ DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandi
         goal = si;
         break;
       }
-      const bool out_of_time = max_seconds > 0 && (k % 256) == 0 &&
-                               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > max_seconds;
+      const bool out_of_time = max_seconds > 0 && (k % 256) == 0 && since(t0) > max_seconds;
       if (static_cast<int64_t>(states.size()) > state_limit || out_of_time) {
         r.states = static_cast<int64_t>(states.size());
-        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        r.seconds = since(t0);
         return r;
       }
       const State s = states[static_cast<size_t>(si)];
@@ -229,7 +229,7 @@ DpResult shortest_path_over_states(const Graph& g, const std::vector<KernelCandi
     }
     std::reverse(r.chosen.begin(), r.chosen.end());
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = since(t0);
   return r;
 }
 

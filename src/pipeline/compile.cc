@@ -124,10 +124,8 @@ std::vector<EmittedKernel> emit_plan(const Graph& p, const Backend& backend, con
 }  // namespace compile_steps
 
 using compile_steps::candidate_of;
-using compile_steps::Clock;
 using compile_steps::close_the_loop;
 using compile_steps::emit_plan;
-using compile_steps::since;
 using compile_steps::write_artifact_files;
 
 namespace {

@@ -9,11 +9,9 @@
 
 #include "pipeline/compile.h"
 #include "profile/in_model.h"
+#include "support/clock.h"
 
 namespace korch::compile_steps {
-
-using Clock = std::chrono::steady_clock;
-inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The candidate of the plan's kernel at `plan_index`.
 const KernelCandidate& candidate_of(const CompileResult& r, size_t plan_index);

@@ -18,6 +18,7 @@
 #include "profile/pace.h"
 #include "profile/tuning_db.h"
 #include "runtime/artifact.h"
+#include "support/clock.h"
 #include "support/error.h"
 #include "support/hash.h"
 #include "support/strings.h"
@@ -304,7 +305,7 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
     say(fmt::format("micro-batches: not used, as an earlier compile's trials decided ({}; --redo times them again): {}",
                     utc_minute(earlier->recalled), earlier->why_not));
     write_micro_batch_record(dir, r.micro);
-    r.meta.timing["micro_batch"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.meta.timing["micro_batch"] = since(t0);
     return;
   }
   double slowest_pace = r.loop.kept_pace;  // of the compiles whose plans the trials time
@@ -401,7 +402,7 @@ void choose_micro_batches(const Graph& model, const std::string& dir, const std:
     for (const auto& [phase, seconds] : r.meta.timing) best->meta.timing[phase] += seconds;  // every graph's phases
     r = std::move(*best);
   }
-  r.meta.timing["micro_batch"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.meta.timing["micro_batch"] = since(t0);
 }
 
 bool compile_earlier_micro_batches(const Graph& model, const std::string& dir, const MicroBatchReport& earlier,
@@ -425,7 +426,7 @@ bool compile_earlier_micro_batches(const Graph& model, const std::string& dir, c
     say(fmt::format("micro-batches: the batch-{} plan failed, so the trials run again: {}", k, e.what()));
     return false;
   }
-  r.meta.timing["micro_batch"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.meta.timing["micro_batch"] = since(t0);
   return true;
 }
 

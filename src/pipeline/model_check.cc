@@ -77,7 +77,7 @@ ModelCheck check_model_outputs(const Graph& model, const std::vector<Tensor>& in
   c.tolerance = tolerance;
   auto t = std::chrono::steady_clock::now();
   const std::vector<Tensor> want = interpret(model, inputs);
-  c.reference_seconds = compile_steps::since(t);
+  c.reference_seconds = since(t);
   KORCH_CHECK(want.size() == got.size() && want.size() == model.outputs.size(), "{} outputs to check, {} given",
               want.size(), got.size());
   std::vector<Tensor> f64;  // the float64 run, when an output needs it
@@ -91,7 +91,7 @@ ModelCheck check_model_outputs(const Graph& model, const std::vector<Tensor>& in
       if (f64.empty()) {
         t = std::chrono::steady_clock::now();
         f64 = interpret_f64(model, inputs);
-        c.reference_seconds += compile_steps::since(t);
+        c.reference_seconds += since(t);
         c.ran_f64 = true;
       }
       o.to_f64 = rel_l2_error(widen_to_f64(got[i]), f64[i]);

@@ -11,6 +11,7 @@
 #include "ir/random.h"
 #include "profile/measure.h"
 #include "profile/tuning_db.h"
+#include "support/clock.h"
 #include "support/error.h"
 #include "support/hash.h"
 
@@ -24,9 +25,6 @@ std::vector<Tensor> bench_inputs(const runtime::Executable& exe) {
   for (const TensorType& t : exe.input_types()) inputs.push_back(random_tensor(t, rng));
   return inputs;
 }
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // a within tolerance of b, or within 10 us (a tiny plan's runs jitter by more than 10%).
 bool within(double a, double b, double tolerance) { return std::abs(a - b) <= std::max(tolerance * b, 10e-6); }

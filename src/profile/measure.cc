@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "support/clock.h"
 #include "support/error.h"
 
 namespace korch {
@@ -147,7 +148,7 @@ double other_processes_cores(double window_seconds) {
   std::this_thread::sleep_for(std::chrono::duration<double>(window_seconds));
   const auto busy1 = busy_ticks();
   const auto own1 = own_ticks();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = since(t0);
   if (hz <= 0 || !busy0 || !busy1 || !own0 || !own1) return -1;
   const int64_t others = (*busy1 - *busy0) - (*own1 - *own0);
   return std::max<int64_t>(others, 0) / (static_cast<double>(hz) * seconds);

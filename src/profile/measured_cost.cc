@@ -17,14 +17,12 @@
 #include "profile/kernel_check.h"
 #include "profile/progress.h"
 #include "profile/tuning_db.h"
+#include "support/clock.h"
 #include "support/error.h"
 
 namespace korch {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // An optimistic roofline for step 4: no launch cost, every byte at 1.5x the cache bandwidth, twice
 // the library GEMM peak and four times the vector figure. What it calls slower than the measured

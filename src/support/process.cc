@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "support/clock.h"
 #include "support/error.h"
 
 extern char** environ;
@@ -40,11 +41,6 @@ namespace {
 void close_fd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;
-}
-
-// Seconds since `t0`.
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
