@@ -57,10 +57,11 @@ std::vector<int64_t> micro_batch_sizes(const std::string& mode);
 // with the trials, 8.8 s with the kept decision; bench/results/micro_batch.md), and a noisy trial
 // of a later compile cannot undo a quiet earlier one
 // (mobilenet_v2 at batch 16 lost its batch-4 plan that way: cpu_latency_batch16_epyc_dec07.md).
-// Only a decision is kept: every trial timed and none noisy, and not while the machine ran slow
-// (a pace above PaceOptions::slow; unknown passes). redo (`--redo`) ignores it and times the trials
-// again, replacing it. One record per model under (signature, device + "+micro-batch", generator);
-// its note is the report as JSON (micro_batch_json), its seconds the chosen plan's time.
+// Only a decision is kept: every trial timed, none noisy or the chosen micro-batches having won
+// their own trial in quiet runs (a smaller size's noisy trial then leaves them standing), and not
+// while the machine ran slow (a pace above PaceOptions::slow; unknown passes). redo (`--redo`) ignores it and times the
+// trials again, replacing it. One record per model under (signature, device + "+micro-batch", generator); its note is
+// the report as JSON (micro_batch_json), its seconds the chosen plan's time.
 class MicroBatchMemory {
  public:
   MicroBatchMemory(const std::string& db_path, const std::string& device, int generator, const Graph& model,

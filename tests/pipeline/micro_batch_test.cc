@@ -334,6 +334,24 @@ TEST(MicroBatchMemory, KeepsADecisionAndOnlyADecision) {
   EXPECT_DOUBLE_EQ(back->micro_s, 0.002);
   ASSERT_EQ(back->trials.size(), 1u);
   EXPECT_TRUE(back->trials[0].kept);
+  // Micro-batches of 4 that beat the whole batch in quiet runs stand when the batch-1 trial after
+  // them stayed noisy (a warm yolox_nano compile at batch 16 timed its three plans again each time);
+  // a noisy trial beside a whole batch kept is still no decision.
+  MicroBatchReport four;
+  four.batches = 16;
+  four.trials.push_back({4, 0.117, 0.128, 0, false, true});
+  four.trials.push_back({1, 0.126, 0.132, 4, true, false});
+  four.size = 4;
+  four.chosen = true;
+  EXPECT_TRUE(MicroBatchMemory::decided(four));
+  four.trials[0].kept = false;
+  four.trials[0].noisy = true;
+  four.chosen = false;
+  EXPECT_FALSE(MicroBatchMemory::decided(four));
+  four.trials[0] = {4, 0.117, 0.128, 0, false, true};
+  four.chosen = true;
+  four.trials[1] = {1, 0.100, 0.117, 4, true, false};  // batch 1 faster in noisy runs: 4 stays chosen
+  EXPECT_TRUE(MicroBatchMemory::decided(four));
   EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 7, g, {4, 1}, "o", true).recall());   // redo
   EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:2t", 8, g, {4, 1}, "o", false).recall());  // another generator
   EXPECT_FALSE(MicroBatchMemory(db, "cpu:test:4t", 7, g, {4, 1}, "o", false).recall());  // another device
