@@ -31,8 +31,8 @@ int64_t constant_input_bytes(const Graph& g, const std::vector<ValueId>& arg_inp
   return bytes;
 }
 
-KernelProbe::KernelProbe(runtime::Device& device, runtime::DeviceKernel& kernel, const EmittedKernel& k,
-                         const Graph& g, const std::vector<Tensor>& values)
+KernelProbe::KernelProbe(runtime::Device& device, runtime::DeviceKernel& kernel, const EmittedKernel& k, const Graph& g,
+                         const std::vector<Tensor>& values, bool cold_constants)
     : dev_(device), kernel_(kernel), k_(k), g_(g), values_(values) {
   for (ValueId v : k.arg_inputs) {
     const Tensor& t = values[static_cast<size_t>(v)];
@@ -44,10 +44,9 @@ KernelProbe::KernelProbe(runtime::Device& device, runtime::DeviceKernel& kernel,
       dev_.upload(p, t.raw(), static_cast<int64_t>(t.nbytes()));
       in_.push_back(p);
     }
-    if (g.value(v).is_constant()) constants_.emplace_back(in_.back(), static_cast<int64_t>(t.nbytes()));
+    if (cold_constants && g.value(v).is_constant())
+      constants_.emplace_back(in_.back(), static_cast<int64_t>(t.nbytes()));
   }
-  const int64_t cold = dev_.cold_constant_bytes();
-  if (cold <= 0 || constant_input_bytes(g, k.arg_inputs) < cold) constants_.clear();
   for (ValueId v : k.outputs) {
     host_out_.emplace_back(g.type(v));
     if (dev_.host_memory()) {

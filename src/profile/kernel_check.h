@@ -23,15 +23,18 @@ std::vector<Tensor> reference_values(const Graph& g, uint64_t seed);
 
 // The bytes of the constant inputs (weights) among a kernel's argument inputs (kernel_arg_inputs:
 // baked constants are code, not inputs). At least Device::cold_constant_bytes() of them and the
-// kernel is measured with them cold (KernelProbe::evict_constants), and its tuning key says so.
+// kernel is measured with them cold (MeasuredCost::measures_cold decides it: KernelProbe evicts
+// them, and its tuning key says so).
 int64_t constant_input_bytes(const Graph& g, const std::vector<ValueId>& arg_inputs);
 
 // One emitted kernel bound to device buffers holding its reference inputs (on a host-memory
-// device, the reference tensors themselves) and buffers for its outputs.
+// device, the reference tensors themselves) and buffers for its outputs. `cold_constants`: its
+// constant inputs are to be measured cold, as the caller decided (MeasuredCost::measures_cold, which
+// also keys the record: one decision for both).
 class KernelProbe {
  public:
   KernelProbe(runtime::Device& device, runtime::DeviceKernel& kernel, const EmittedKernel& k, const Graph& g,
-              const std::vector<Tensor>& values);
+              const std::vector<Tensor>& values, bool cold_constants = false);
   ~KernelProbe();
   KernelProbe(const KernelProbe&) = delete;
   KernelProbe& operator=(const KernelProbe&) = delete;
@@ -42,8 +45,8 @@ class KernelProbe {
   const std::vector<Tensor>& outputs() const { return host_out_; }
   // Runs the kernel once (for timing; the caller's timer synchronises).
   void run();
-  // Whether its constant inputs are measured cold (constant_input_bytes at least the device's
-  // cold_constant_bytes); evict_constants() then evicts them and the kernel's copies of them
+  // Whether its constant inputs are measured cold (as constructed, and it has some);
+  // evict_constants() then evicts them and the kernel's copies of them
   // (DeviceKernel::constant_copies) from the caches: what the measuring driver does before each
   // timed call. No-op otherwise.
   bool cold_constants() const { return !constants_.empty(); }

@@ -290,8 +290,9 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     Measurement m;
     double pace = 0;  // the machine's when it was timed
   };
-  auto check_and_time = [&](const std::vector<const EmittedKernel*>& ks, const std::string& what,
-                            const std::function<bool(size_t, const std::string&)>& before,
+  // cold[i]: ks[i] is measured with its weights cold (measures_cold of its candidate).
+  auto check_and_time = [&](const std::vector<const EmittedKernel*>& ks, const std::vector<bool>& cold,
+                            const std::string& what, const std::function<bool(size_t, const std::string&)>& before,
                             const std::function<void(size_t, const Outcome&)>& done) {
     // Compile in units; a unit that fails is split so one bad kernel costs only itself.
     auto tc = Clock::now();
@@ -330,11 +331,13 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
       out.where = source.empty() ? "library step " + k.hash : source + " (" + k.entry + ")";
       try {
         std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, compiled.module[i]);
-        KernelProbe probe(dev, *kernel, k, g, values);
+        KernelProbe probe(dev, *kernel, k, g, values, cold[i]);
         if (probe.cold_constants()) out.where += kColdNote;
         // A kernel that is the reference interpreter has nothing independent to be checked against.
-        if (k.runs_reference()) ++stats_.unchecked_reference;
-        else out.message = probe.check(options_.tolerance);
+        if (k.runs_reference())
+          ++stats_.unchecked_reference;
+        else
+          out.message = probe.check(options_.tolerance);
         if (out.message.empty()) {
           MeasureOptions mo = options_.measure;
           if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
@@ -378,9 +381,13 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     stats_.seconds_emit += since(te);
     if (emitted.empty()) return;
     std::vector<const EmittedKernel*> ks;
-    for (const auto& k : emitted) ks.push_back(k.get());
+    std::vector<bool> cold;
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      ks.push_back(emitted[i].get());
+      cold.push_back(measures_cold(g, candidates[static_cast<size_t>(first_of[hashes[i]])]));
+    }
     check_and_time(
-        ks, what,
+        ks, cold, what,
         [&](size_t i, const std::string& source) {
           const std::string& h = hashes[i];
           // An in-flight record left by a process that died is in `known` (read once above).
@@ -463,9 +470,14 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
       db_->put(r);
     }
     std::vector<const EmittedKernel*> ks;
-    for (const auto& k : emitted) ks.push_back(k.get());
+    std::vector<bool> cold;
+    for (size_t i = 0; i < emitted.size(); ++i) {
+      ks.push_back(emitted[i].get());
+      cold.push_back(measures_cold(g, candidates[static_cast<size_t>(first_of[sites[owner[i].first].hash])]));
+    }
     check_and_time(
-        ks, fmt::format("timing the schedules of {} kernels", sites.size()), [](size_t, const std::string&) { return true; },
+        ks, cold, fmt::format("timing the schedules of {} kernels", sites.size()),
+        [](size_t, const std::string&) { return true; },
         [&](size_t i, const Outcome& out) {
           Site& site = sites[owner[i].first];
           const std::string& name = site.names[owner[i].second];

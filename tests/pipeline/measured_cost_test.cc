@@ -10,6 +10,7 @@
 #include <string>
 
 #include "codegen/cpu/cpu_backend.h"
+#include "codegen/kernel_signature.h"
 #include "fission/fission.h"
 #include "ir/text_format.h"
 #include "orchestrate/kernel_candidate.h"
@@ -175,7 +176,11 @@ TEST(MeasuredCostColdWeights, WeightsPastTheCacheAreEvictedBeforeEachCall) {
     const std::vector<Tensor> values = reference_values(p, 5);
     EvictionLog dev;
     std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, nullptr);
-    KernelProbe probe(dev, *kernel, k, p, values);
+    // What MeasuredCost::measures_cold decides on the real device (its test is below), on this one.
+    const bool cold =
+        constant_input_bytes(p, kernel_arg_inputs(p, matmul_alone(p, cands))) >= dev.cold_constant_bytes();
+    EXPECT_EQ(cold, n == 64);
+    KernelProbe probe(dev, *kernel, k, p, values, cold);
     ASSERT_EQ(probe.check(1e-4), "");
     probe.evict_constants();
     const ValueId w = p.find_value("w");
