@@ -133,6 +133,9 @@ class Backend {
 
 struct BackendOptions {
   int cpu_threads = 2;  // cpu: threads kernels run and are measured with
+  // cpu: kernels are measured with denormal floats flushed to zero, as an artifact compiled with
+  // CompileOptions::flush_denormals runs them (Device::begin_run).
+  bool flush_denormals = true;
 };
 
 // "cpu" or "cuda"; throws korch::Error (kUnsupported) for another name.

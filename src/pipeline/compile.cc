@@ -376,6 +376,7 @@ CompileResult compile_model(const Graph& model, const std::string& artifact_dir,
   const std::vector<int64_t> micro_sizes = micro_batch_sizes(o.micro_batch);  // fails on a bad mode first
   BackendOptions bo;
   bo.cpu_threads = o.cpu_threads;
+  bo.flush_denormals = o.flush_denormals;
   std::unique_ptr<Backend> owned = o.backend ? nullptr : make_backend(o.target, bo);
   Backend* backend = o.backend ? o.backend : owned.get();
   // "auto" decides by timing the artifacts here (run_side_by_side), so it needs measured costs and a

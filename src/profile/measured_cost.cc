@@ -348,6 +348,11 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
             };
           if (probe.cold_constants()) mo.one_call_per_sample = true;
           out.pace = pace_->settle(worth_a_wait);
+          // Timed in the floating-point mode the artifact runs in (denormals flushed, by default):
+          // on Intel cores an operation on a denormal takes a ~100-cycle assist (swin_t's masked
+          // attention MatMul, 30x), which a flushed run never pays. Checked outside it, against
+          // the reference interpreter's IEEE arithmetic.
+          const runtime::Device::RunScope mode(dev);
           out.m = measure([&] { probe.run(); }, mo);
           out.kind = Outcome::Kind::kMeasured;
         }

@@ -144,6 +144,18 @@ class Device {
   // denormal floats, DeviceOptions::flush_denormals). No-ops by default.
   virtual void begin_run() {}
   virtual void end_run() {}
+  // begin_run() for a scope, end_run() however it ends (a run, or a kernel's timing:
+  // profile/measured_cost.cc times kernels in the mode their artifact runs them in).
+  class RunScope {
+   public:
+    explicit RunScope(Device& d) : d_(d) { d_.begin_run(); }
+    ~RunScope() { d_.end_run(); }
+    RunScope(const RunScope&) = delete;
+    RunScope& operator=(const RunScope&) = delete;
+
+   private:
+    Device& d_;
+  };
   // Device-specific changes to a loaded program; returns how many it made (for reports).
   virtual int specialize(ProgramView& program) {
     (void)program;

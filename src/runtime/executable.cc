@@ -314,11 +314,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) {
   outputs.reserve(output_buffers_.size());
   for (const TensorType& t : output_types_) outputs.emplace_back(t);
   // The device's floating-point mode for the run (Device::begin_run), put back however it ends.
-  struct RunScope {
-    Device& dev;
-    explicit RunScope(Device& d) : dev(d) { dev.begin_run(); }
-    ~RunScope() { dev.end_run(); }
-  } scope(*device_);
+  const Device::RunScope scope(*device_);
   for (int64_t m = 0; m < micro_batches_; ++m) run_micro_batch(inputs, outputs, m);
   device_->synchronize();
   return outputs;

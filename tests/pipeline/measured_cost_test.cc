@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <filesystem>
 #include <string>
@@ -222,6 +223,56 @@ TEST(MeasuredCostColdWeights, AKernelMeasuredColdSaysSoUnderAKeyOfItsOwn) {
   const KernelCost warm = costs.cost(small, matmul_alone(small, small_cands));
   ASSERT_TRUE(warm.feasible()) << warm.reason;
   EXPECT_EQ(warm.reason.find("weights cold"), std::string::npos) << warm.reason;
+}
+
+// A CPU artifact runs with denormal floats flushed (CpuDevice::begin_run, by default), so its
+// kernels are timed so too: on an Intel core an operation on a denormal takes a ~100-cycle assist
+// that a flushed run never pays (swin_t's masked attention MatMul ran 30x slower). The backend's
+// timing device takes the compile's mode, and every timing runs inside it.
+class RunModeLog : public cpu::CpuDevice {
+ public:
+  using cpu::CpuDevice::CpuDevice;
+  void begin_run() override {
+    ++begun;
+    cpu::CpuDevice::begin_run();
+    flushed_while_begun = (_mm_getcsr() & 0x8040u) == 0x8040u;
+  }
+  void end_run() override {
+    cpu::CpuDevice::end_run();
+    ++ended;
+  }
+  int begun = 0, ended = 0;
+  bool flushed_while_begun = false;
+};
+
+class RunModeBackend : public cpu::CpuBackend {
+ public:
+  explicit RunModeBackend(bool flush) : cpu::CpuBackend(1, flush), device(1, flush) {}
+  runtime::Device* timing_device() override { return &device; }
+  RunModeLog device;
+};
+
+TEST(MeasuredCostRunMode, KernelsAreTimedInTheFloatingPointModeTheirArtifactRuns) {
+  for (const bool flush : {true, false}) {
+    cpu::CpuBackend plain(1, flush);
+    plain.timing_device()->begin_run();
+    EXPECT_EQ((_mm_getcsr() & 0x8040u) == 0x8040u, flush);
+    plain.timing_device()->end_run();
+    EXPECT_EQ(_mm_getcsr() & 0x8040u, 0u);  // put back
+
+    korch::testing::TempDir dir("korch_measured_cost_mode");
+    RunModeBackend backend(flush);
+    CandidateOptions co;
+    co.rules = backend.fusion_rules();
+    const Graph g = matvec(64, 16);
+    const std::vector<KernelCandidate> cands = enumerate_candidates(g, co).candidates;
+    MeasuredCost costs(backend, quiet(dir.path() / "tuning.db"));
+    costs.prepare(g, cands);
+    ASSERT_TRUE(costs.cost(g, matmul_alone(g, cands)).feasible());
+    EXPECT_GT(backend.device.begun, 0);
+    EXPECT_EQ(backend.device.begun, backend.device.ended);
+    EXPECT_EQ(backend.device.flushed_while_begun, flush);
+  }
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ bool winograd_shape(const nlohmann::json& d) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int threads) : threads_(threads), rules_(cpu_fusion_rules()) {}
+CpuBackend::CpuBackend(int threads, bool flush_denormals)
+    : threads_(threads), flush_denormals_(flush_denormals), rules_(cpu_fusion_rules()) {}
 
 CpuBackend::~CpuBackend() = default;
 
@@ -152,7 +153,7 @@ std::vector<CompiledUnit> CpuBackend::compile(const std::vector<std::string>& un
 }
 
 runtime::Device* CpuBackend::timing_device() {
-  if (!device_) device_ = std::make_unique<CpuDevice>(threads_);
+  if (!device_) device_ = std::make_unique<CpuDevice>(threads_, flush_denormals_);
   return device_.get();
 }
 

@@ -33,7 +33,9 @@ constexpr int kCpuRecurrentStepRevision = 0;
 
 class CpuBackend : public Backend {
  public:
-  explicit CpuBackend(int threads = 2);
+  // flush_denormals: the timing device measures with denormal floats flushed (CpuDevice), as the
+  // artifacts run by default.
+  explicit CpuBackend(int threads = 2, bool flush_denormals = true);
   ~CpuBackend() override;
   std::string name() const override { return "cpu"; }
   int generator_version() const override { return kCpuGeneratorVersion; }
@@ -59,6 +61,7 @@ class CpuBackend : public Backend {
 
  private:
   int threads_;
+  bool flush_denormals_;
   FusionRules rules_;
   std::unique_ptr<CpuDevice> device_;  // made on first use (sets OpenMP's thread count)
 };
