@@ -8,6 +8,7 @@
 #include <ctime>
 #include <random>
 
+#include "ir/primitive.h"
 #include "ir/random.h"
 #include "profile/measure.h"
 #include "profile/tuning_db.h"
@@ -227,6 +228,20 @@ CostClass InModelCosts::cost_class(const Graph& g, const KernelCandidate& c) con
   return c.linear > 0 ? CostClass::kLinear : CostClass::kLoop;
 }
 
+namespace {
+
+// The name of c's linear primitive ("" when it has none).
+std::string linear_name(const Graph& g, const KernelCandidate& c) {
+  if (c.linear <= 0) return "";
+  for (NodeId n : c.nodes) {
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    if (primitive_kind(g, node) == PrimitiveKind::kLinear) return node.name;
+  }
+  return "";
+}
+
+}  // namespace
+
 void InModelCosts::note_ratio(const Graph& g, const KernelCandidate& c) {
   auto it = by_instance_.find(instance(g, c));
   if (it == by_instance_.end()) return;
@@ -235,6 +250,8 @@ void InModelCosts::note_ratio(const Graph& g, const KernelCandidate& c) {
   const auto cls = static_cast<size_t>(cost_class(g, c));
   ratio_[cls][it->first] = it->second / alone.seconds;
   scale_[cls] = 0;  // recomputed on next use
+  if (const std::string linear = linear_name(g, c); !linear.empty())
+    linear_ratio_[cls][linear] = it->second / alone.seconds;
 }
 
 double InModelCosts::scale(CostClass cls) const {
@@ -253,6 +270,14 @@ KernelCost InModelCosts::cost(const Graph& g, const KernelCandidate& c) {
   if (!k.feasible()) return k;
   auto it = by_instance_.find(instance(g, c));
   if (it == by_instance_.end()) {
+    const auto cls = static_cast<size_t>(cost_class(g, c));
+    if (const std::string linear = linear_name(g, c); !linear.empty()) {
+      const auto own = linear_ratio_[cls].find(linear);
+      if (own != linear_ratio_[cls].end())
+        return {k.seconds * own->second,
+                fmt::format("{} x{:.2f} (in-model ratio of the kernel that ran its {})", k.reason, own->second, linear),
+                k.variant};
+    }
     const double f = scale(cost_class(g, c));
     if (f == 1.0) return k;
     return {k.seconds * f, fmt::format("{} x{:.2f} (in-model scale of its class)", k.reason, f), k.variant};

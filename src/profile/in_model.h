@@ -20,7 +20,11 @@
 //                  every other candidate costs its isolated measurement scaled by how the kernels
 //                  of its class (with or without a linear primitive) compared in this model so far
 //                  (the median in-model / isolated ratio of the recorded ones), so a kernel not yet
-//                  run in the model is neither favoured by warm-cache optimism nor penalised. Records persist in the tuning
+//                  run in the model is neither favoured by warm-cache optimism nor penalised; one
+//                  whose linear primitive a recorded kernel of its class ran (the same Conv with
+//                  another epilogue) by that kernel's ratio: the primitive meets the same data and
+//                  neighbours whichever kernel runs it, where the class's median mixes layers that
+//                  spill the caches with layers that do not. Records persist in the tuning
 //                  database under (instance hash, device + "+in-model", generator), committed as
 //                  each is taken, so an interrupted closed loop loses nothing measured and a warm
 //                  compile starts from them.
@@ -223,6 +227,8 @@ class InModelCosts : public CostProvider {
   std::set<std::string> left_out_;  // instances whose records prepare() left out for their pace
   // Per class, per recorded instance: in-model / isolated, for the class scales.
   std::map<std::string, double> ratio_[3];
+  // Per class, per linear primitive (by name) of a recorded kernel: that kernel's ratio.
+  std::map<std::string, double> linear_ratio_[3];
   mutable double scale_[3] = {0, 0, 0};  // 0: to compute
   int64_t loaded_ = 0, left_slow_ = 0;
   bool redo_ = false;

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "ir/primitive.h"
 #include "profile/scripted_device.h"
 #include "temp_dir.h"
 
@@ -104,6 +105,34 @@ TEST_F(InModelTest, KernelsMeasuredWithColdWeightsAreAClassOfTheirOwn) {
   EXPECT_NEAR(m.scale(CostClass::kLinear), 1.5, 1e-12);
   EXPECT_NEAR(m.cost(g_, cs[3]).seconds, 40e-6, 1e-12);
   EXPECT_NEAR(m.cost(g_, cs[1]).seconds, 150e-6, 1e-12);
+}
+
+// An unrun kernel whose linear primitive a recorded kernel of its class ran (the same MatMul with
+// an epilogue) is scaled by that kernel's ratio, not the class's median: the primitive meets the
+// same data and neighbours in the model whichever kernel runs it (mobilenet_v2: its 1x1
+// convolutions ran 1.25x their isolated times where its first layers ran 1.4-2.6x).
+TEST_F(InModelTest, AKernelOverARunLinearPrimitiveTakesThatKernelsRatio) {
+  Graph g;
+  const TensorType t{DType::kFloat32, {4, 8}}, w{DType::kFloat32, {8, 8}};
+  const ValueId x = g.add_input("x", t);
+  const ValueId w1 = g.add_constant("w1", Tensor(w)), w2 = g.add_constant("w2", Tensor(w));
+  const ValueId m1 = g.add_value("m1", t), r1 = g.add_value("r1", t), m2 = g.add_value("m2", t);
+  g.add_node(Node{"mm1", "MatMul", "", {x, w1}, {m1}, {}});
+  g.add_node(Node{"relu", "Relu", "", {m1}, {r1}, {}});
+  g.add_node(Node{"mm2", "MatMul", "", {r1, w2}, {m2}, {}});
+  g.outputs = {m2};
+  ASSERT_EQ(primitive_kind(g, g.nodes[0]), PrimitiveKind::kLinear);
+  const std::vector<KernelCandidate> cs = {cand({0}, {m1}, 1), cand({0, 1}, {r1}, 1), cand({2}, {m2}, 1),
+                                           cand({1}, {r1})};
+  InModelCosts m(fixed_, db(), "cpu:test", 3, "model-a");
+  m.prepare(g, cs);
+  m.record(g, cs[0], 150e-6, "step 0");  // mm1 alone: 1.5x its isolated 100 us
+  m.record(g, cs[2], 300e-6, "step 2");  // mm2: 3x (its class's median now)
+  EXPECT_NEAR(m.scale(CostClass::kLinear), 3.0, 1e-12);
+  const KernelCost fused = m.cost(g, cs[1]);  // isolated 200 us
+  EXPECT_NEAR(fused.seconds, 300e-6, 1e-12);
+  EXPECT_NE(fused.reason.find("ran its mm1"), std::string::npos) << fused.reason;
+  EXPECT_NEAR(m.cost(g, cs[3]).seconds, 10e-6, 1e-12);  // a loop kernel: its own class (nothing run)
 }
 
 TEST_F(InModelTest, RecordsPersistPerModelAndDevice) {
