@@ -475,8 +475,7 @@ void close_the_loop(const std::string& dir, const Graph& p, const Graph& lowered
   // other neighbours); the database keeps these. That run is checked against the side-by-side runs
   // just taken (settle_in_model_run): one taken in another state of the machine is taken again and
   // the faster of the two kept.
-  const bool beside_noisy = beside.spread_a > o.loop_max_spread;
-  const SettledRun settled = settle_in_model_run(rounds[best].run, beside.a, beside_noisy, kKeptAgreement, [&] {
+  const SettledRun settled = settle_in_model_run(rounds[best].run, beside.a, kKeptAgreement, [&] {
     say(
         fmt::format("closed loop: the kept plan ran {:.1f} us kernel by kernel but {:.1f} us beside the unfused plan "
                     "(the machine changed state in between): timing its kernels again",

@@ -74,7 +74,7 @@ RunDrift run_drift(const std::vector<std::pair<double, double>>& pairs, size_t k
   return {ratios[ratios.size() / 2], measured / stored};
 }
 
-SettledRun settle_in_model_run(InModelRun first, double beside_seconds, bool beside_noisy, double tolerance,
+SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double tolerance,
                                const std::function<InModelRun()>& retake) {
   SettledRun s;
   s.first = first.end_to_end;
@@ -96,8 +96,7 @@ SettledRun settle_in_model_run(InModelRun first, double beside_seconds, bool bes
     s.kept_retake = true;
   }
   s.agrees = within(s.run.end_to_end, beside_seconds, tolerance);
-  if (!s.agrees && (!s.run.noisy || !beside_noisy) && beside_seconds > 0 && beside_seconds < s.run.end_to_end)
-    s.scale = beside_seconds / s.run.end_to_end;
+  if (!s.agrees && beside_seconds > 0 && beside_seconds < s.run.end_to_end) s.scale = beside_seconds / s.run.end_to_end;
   return s;
 }
 

@@ -126,10 +126,10 @@ struct SettledRun {
   // beside the unfused plan, 6.37 ms in `korch bench` right after).
   double scale = 1;
 };
-// Of two runs that both stayed noisy, the faster is kept (what disturbs a run only slows it). The
-// kernel times are scaled to the side-by-side runs when those are faster and either the kept run or
-// they (`beside_noisy`: their spread above the limit) were quiet.
-SettledRun settle_in_model_run(InModelRun first, double beside_seconds, bool beside_noisy, double tolerance,
+// Of two runs that both stayed noisy, the faster is kept (what disturbs a run only slows it), and
+// the kernel times are scaled to the side-by-side runs whenever those were the faster, noisy or not
+// (for the same reason: the faster median is nearer the quiet machine).
+SettledRun settle_in_model_run(InModelRun first, double beside_seconds, double tolerance,
                                const std::function<InModelRun()>& retake);
 
 // The closed loop's rounds are run seconds to minutes apart, and this VM's phases can make a later
