@@ -96,6 +96,42 @@ Measurement summarize_samples(std::vector<double> samples) {
   return m;
 }
 
+MeasureOptions round_options(MeasureOptions o, int rounds) {
+  if (rounds <= 1) return o;
+  o.min_reps = std::max(3, (o.min_reps + rounds - 1) / rounds);
+  o.max_reps = std::max(o.min_reps, o.max_reps / rounds);
+  o.min_seconds /= rounds;
+  o.max_seconds /= rounds;
+  return o;
+}
+
+Measurement merge_rounds(const std::vector<Measurement>& rounds) {
+  KORCH_CHECK(!rounds.empty(), "merge_rounds needs at least one round");
+  if (rounds.size() == 1) return rounds.front();
+  auto median_of = [&](double Measurement::*field) {
+    std::vector<double> v;
+    for (const Measurement& r : rounds) v.push_back(r.*field);
+    std::sort(v.begin(), v.end());
+    return quantile(v, 0.5);
+  };
+  Measurement m = rounds.front();
+  m.median = median_of(&Measurement::median);
+  m.p10 = median_of(&Measurement::p10);
+  m.p90 = median_of(&Measurement::p90);
+  m.spread = m.median > 0 ? (m.p90 - m.p10) / m.median : 0.0;
+  m.reps = 0;
+  m.remeasures = 0;
+  int noisy = 0;
+  for (const Measurement& r : rounds) {
+    m.min = std::min(m.min, r.min);
+    m.reps += r.reps;
+    m.remeasures += r.remeasures;
+    noisy += r.noisy;
+  }
+  m.noisy = 2 * noisy > static_cast<int>(rounds.size());
+  return m;
+}
+
 double median_of_round_ratios(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.empty() || a.size() != b.size())
     fail("a paired comparison needs the same rounds of both systems ({} and {})", a.size(), b.size());

@@ -60,6 +60,18 @@ Measurement measure(const std::function<void()>& fn, const MeasureOptions& opt =
 // Statistics of per-call times (any order; not empty). Linear-interpolated quantiles.
 Measurement summarize_samples(std::vector<double> samples);
 
+// Kernels compared with each other (one linear primitive alone and with its epilogues) are timed
+// in alternating rounds, so that their differences come from one state of the machine: timed one
+// after the other they met this VM's phases seconds apart (mobilenet_v2's 1x1 Conv+bias+Clip
+// measured 13% over the same Conv alone, against 3% in the model and in alternating runs).
+// round_options: one round's share of `o` (its time and samples split `rounds` ways, at least 3
+// samples; the warm-up kept, as the other kernels' rounds cool the caches between).
+MeasureOptions round_options(MeasureOptions o, int rounds);
+// One kernel's measurement from its rounds (not empty): the median of their medians (each round met
+// the machine as its neighbours' did), p10 and p90 the medians of theirs, the smallest min, samples
+// and re-takes summed, noisy when more than half the rounds were.
+Measurement merge_rounds(const std::vector<Measurement>& rounds);
+
 // Paired comparison of two systems timed in the same alternating rounds: the median over rounds of
 // a[r] / b[r] (each the median of its system's runs in round r; the mean of the middle two for an
 // even count). A machine that changes speed between rounds (this VM's slow phases: 1.3-2.5x on

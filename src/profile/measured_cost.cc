@@ -13,6 +13,7 @@
 
 #include "codegen/backend.h"
 #include "codegen/kernel_signature.h"
+#include "ir/primitive.h"
 #include "orchestrate/analytic_cost.h"
 #include "profile/kernel_check.h"
 #include "profile/progress.h"
@@ -39,6 +40,9 @@ DeviceSpec lower_bound_spec(DeviceSpec s) {
 
 // What a record of a kernel measured with its weights cold (KernelProbe::evict_constants) says.
 constexpr const char* kColdNote = ", its weights evicted before each call";
+
+// Alternating rounds for the kernels of one linear primitive (check_and_time's groups).
+constexpr int kGroupRounds = 3;
 
 KernelCost cost_of(const TuningRecord& r) {
   if (r.status == TuningStatus::kOk) {
@@ -290,9 +294,14 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     Measurement m;
     double pace = 0;  // the machine's when it was timed
   };
-  // cold[i]: ks[i] is measured with its weights cold (measures_cold of its candidate).
+  // cold[i]: ks[i] is measured with its weights cold (measures_cold of its candidate). group[i] >= 0:
+  // ks[i] runs the same linear primitive as the kernels beside it with the same group (adjacent): the
+  // primitive alone and with its epilogues, or one kernel's schedules. Those are timed in
+  // kGroupRounds alternating rounds (round_options, merge_rounds: profile/measure.h), so that their
+  // differences come from one state of the machine.
   auto check_and_time = [&](const std::vector<const EmittedKernel*>& ks, const std::vector<bool>& cold,
-                            const std::string& what, const std::function<bool(size_t, const std::string&)>& before,
+                            const std::vector<int>& group, const std::string& what,
+                            const std::function<bool(size_t, const std::string&)>& before,
                             const std::function<void(size_t, const Outcome&)>& done) {
     // Compile in units; a unit that fails is split so one bad kernel costs only itself.
     auto tc = Clock::now();
@@ -309,57 +318,95 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
 
     auto tm = Clock::now();
     reference();
-    ProgressBar bar(what, static_cast<int64_t>(ks.size()), stderr, bar_options);
     // Counted when done: a tick before the work made the first rate sample one item over a few
     // microseconds, which the moving average then carried ("534218/s" over 3 s).
-    struct TickWhenDone {
-      ProgressBar& bar;
-      ~TickWhenDone() { bar.tick(); }
+    ProgressBar bar(what, static_cast<int64_t>(ks.size()), stderr, bar_options);
+    auto finish = [&](size_t i, const Outcome& out) {
+      done(i, out);
+      bar.tick();
     };
-    for (size_t i = 0; i < ks.size(); ++i) {
-      TickWhenDone tick{bar};
+    // A kernel checked against the reference and ready to be timed.
+    struct Ready {
+      size_t i = 0;
+      Outcome out;
+      std::unique_ptr<runtime::DeviceKernel> kernel;
+      std::unique_ptr<KernelProbe> probe;
+      std::vector<Measurement> rounds;
+    };
+    auto check = [&](size_t i, std::vector<Ready>& ready) {
       Outcome out;
       if (!compiled.error[i].empty()) {
         out.kind = Outcome::Kind::kCompileFailed;
         out.message = compiled.error[i];
-        done(i, out);
-        continue;
+        finish(i, out);
+        return;
       }
       const EmittedKernel& k = *ks[i];
       const std::string& source = compiled.source_path[i];
-      if (!before(i, source)) continue;
+      if (!before(i, source)) {
+        bar.tick();
+        return;
+      }
       out.where = source.empty() ? "library step " + k.hash : source + " (" + k.entry + ")";
       try {
-        std::unique_ptr<runtime::DeviceKernel> kernel = dev.make_kernel(k.recipe, compiled.module[i]);
-        KernelProbe probe(dev, *kernel, k, g, values, cold[i]);
-        if (probe.cold_constants()) out.where += kColdNote;
+        Ready r;
+        r.kernel = dev.make_kernel(k.recipe, compiled.module[i]);
+        r.probe = std::make_unique<KernelProbe>(dev, *r.kernel, k, g, values, cold[i]);
+        if (r.probe->cold_constants()) out.where += kColdNote;
         // A kernel that is the reference interpreter has nothing independent to be checked against.
         if (k.runs_reference())
           ++stats_.unchecked_reference;
         else
-          out.message = probe.check(options_.tolerance);
+          out.message = r.probe->check(options_.tolerance);
         if (out.message.empty()) {
-          MeasureOptions mo = options_.measure;
-          if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
-          if (!mo.before_sample)
-            mo.before_sample = [&dev, &probe] {
-              dev.flush_caches();       // no-op on the CPU
-              probe.evict_constants();  // weights past the CPU's L2: as cold as in the model
-            };
-          if (probe.cold_constants()) mo.one_call_per_sample = true;
-          out.pace = pace_->settle(worth_a_wait);
-          // Timed in the floating-point mode the artifact runs in (denormals flushed, by default):
-          // on Intel cores an operation on a denormal takes a ~100-cycle assist (swin_t's masked
-          // attention MatMul, 30x), which a flushed run never pays. Checked outside it, against
-          // the reference interpreter's IEEE arithmetic.
-          const runtime::Device::RunScope mode(dev);
-          out.m = measure([&] { probe.run(); }, mo);
-          out.kind = Outcome::Kind::kMeasured;
+          r.i = i;
+          r.out = std::move(out);
+          ready.push_back(std::move(r));
+          return;
         }
       } catch (const Error& e) {
         out.message = e.what();
       }
-      done(i, out);
+      finish(i, out);
+    };
+    for (size_t i = 0; i < ks.size();) {
+      size_t end = i + 1;
+      while (end < ks.size() && group[i] >= 0 && group[end] == group[i]) ++end;
+      std::vector<Ready> ready;
+      for (size_t j = i; j < end; ++j) check(j, ready);
+      const int rounds = ready.size() > 1 ? kGroupRounds : 1;
+      for (int round = 0; round < rounds; ++round)
+        for (Ready& r : ready) {
+          if (!r.out.message.empty()) continue;
+          KernelProbe* probe = r.probe.get();
+          MeasureOptions mo = round_options(options_.measure, rounds);
+          if (!mo.clock) mo.clock = [&dev] { return dev.synchronized_seconds(); };
+          if (!mo.before_sample)
+            mo.before_sample = [&dev, probe] {
+              dev.flush_caches();        // no-op on the CPU
+              probe->evict_constants();  // weights past the CPU's L2: as cold as in the model
+            };
+          if (probe->cold_constants()) mo.one_call_per_sample = true;
+          r.out.pace = std::max(r.out.pace, pace_->settle(worth_a_wait));
+          try {
+            // Timed in the floating-point mode the artifact runs in (denormals flushed, by
+            // default): on Intel cores an operation on a denormal takes a ~100-cycle assist
+            // (swin_t's masked attention MatMul, 30x), which a flushed run never pays. Checked
+            // outside it, against the reference interpreter's IEEE arithmetic.
+            const runtime::Device::RunScope mode(dev);
+            r.rounds.push_back(measure([probe] { probe->run(); }, mo));
+          } catch (const Error& e) {
+            r.out.message = e.what();
+          }
+        }
+      for (Ready& r : ready) {
+        if (r.out.message.empty()) {
+          r.out.m = merge_rounds(r.rounds);
+          r.out.kind = Outcome::Kind::kMeasured;
+        }
+        finish(r.i, r.out);
+      }
+      i = end;
     }
     bar.finish();
     stats_.seconds_measure += since(tm);
@@ -368,12 +415,43 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     if (stats_.failures.size() < 8) stats_.failures.push_back(what.substr(0, 300));
   };
 
-  // Generates, compiles, checks and times `batch` (hashes).
-  auto run_batch = [&](const std::vector<std::string>& batch, const std::string& what) {
+  // The group of a kernel with a linear primitive (check_and_time): the signature of that primitive
+  // alone, which every kernel running the same Conv or MatMul shares; "" for a loop kernel.
+  auto linear_group = [&](const std::string& hash) -> std::string {
+    const KernelCandidate& c = candidates[static_cast<size_t>(first_of[hash])];
+    if (c.linear <= 0) return "";
+    for (NodeId n : c.nodes)
+      if (primitive_kind(g, g.nodes[static_cast<size_t>(n)]) == PrimitiveKind::kLinear) {
+        auto it = singleton_hash.find(n);
+        return it == singleton_hash.end() ? "" : it->second;
+      }
+    return "";
+  };
+
+  // Generates, compiles, checks and times `batch` (hashes), the kernels of one linear primitive
+  // side by side.
+  auto run_batch = [&](std::vector<std::string> batch, const std::string& what) {
     auto te = Clock::now();
+    std::vector<std::string> group_key(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) group_key[i] = linear_group(batch[i]);
+    {
+      std::vector<size_t> order(batch.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return group_key[a] < group_key[b]; });
+      std::vector<std::string> b2, k2;
+      for (size_t i : order) {
+        b2.push_back(batch[i]);
+        k2.push_back(group_key[i]);
+      }
+      batch.swap(b2);
+      group_key.swap(k2);
+    }
+    std::map<std::string, int> group_id;
     std::vector<std::unique_ptr<EmittedKernel>> emitted;
     std::vector<std::string> hashes;
-    for (const std::string& h : batch) {
+    std::vector<int> group;
+    for (size_t b = 0; b < batch.size(); ++b) {
+      const std::string& h = batch[b];
       auto k = std::make_unique<EmittedKernel>(backend_.emit(g, candidates[static_cast<size_t>(first_of[h])]));
       if (!k->ok) {
         ++stats_.unemittable;
@@ -382,6 +460,8 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
       }
       emitted.push_back(std::move(k));
       hashes.push_back(h);
+      group.push_back(
+          group_key[b].empty() ? -1 : group_id.emplace(group_key[b], static_cast<int>(group_id.size())).first->second);
     }
     stats_.seconds_emit += since(te);
     if (emitted.empty()) return;
@@ -392,7 +472,7 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
       cold.push_back(measures_cold(g, candidates[static_cast<size_t>(first_of[hashes[i]])]));
     }
     check_and_time(
-        ks, cold, what,
+        ks, cold, group, what,
         [&](size_t i, const std::string& source) {
           const std::string& h = hashes[i];
           // An in-flight record left by a process that died is in `known` (read once above).
@@ -476,12 +556,14 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
     }
     std::vector<const EmittedKernel*> ks;
     std::vector<bool> cold;
+    std::vector<int> group;  // a kernel's schedules side by side
     for (size_t i = 0; i < emitted.size(); ++i) {
       ks.push_back(emitted[i].get());
       cold.push_back(measures_cold(g, candidates[static_cast<size_t>(first_of[sites[owner[i].first].hash])]));
+      group.push_back(static_cast<int>(owner[i].first));
     }
     check_and_time(
-        ks, cold, fmt::format("timing the schedules of {} kernels", sites.size()),
+        ks, cold, group, fmt::format("timing the schedules of {} kernels", sites.size()),
         [](size_t, const std::string&) { return true; },
         [&](size_t i, const Outcome& out) {
           Site& site = sites[owner[i].first];
@@ -524,8 +606,14 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   // Steps 3-6 for what the database did not have: single primitives, pruning, fused kernels.
   auto measure_todo = [&] {
     std::vector<std::string> singles, rest;
-    for (const std::string& h : todo)
-      (candidates[static_cast<size_t>(first_of[h])].nodes.size() == 1 ? singles : rest).push_back(h);
+    // A linear primitive alone is timed with the fused batch, beside its epilogue-fused kernels
+    // (run_batch's groups): which of those wins is decided by their differences, so they come from
+    // one state of the machine. (The pruning below then finds no single cost for such a primitive
+    // and keeps every kernel with it, as it keeps any it cannot cover.)
+    for (const std::string& h : todo) {
+      const KernelCandidate& c = candidates[static_cast<size_t>(first_of[h])];
+      (c.nodes.size() == 1 && c.linear == 0 ? singles : rest).push_back(h);
+    }
     if (!singles.empty()) run_batch(singles, "profiling single-primitive kernels");
 
     // Step 4: prune by the optimistic bound against the measured one-kernel-per-primitive cover.

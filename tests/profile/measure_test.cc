@@ -39,6 +39,50 @@ TEST(Measure, RoundRatiosPairTheRoundsOfTwoSystems) {
   EXPECT_THROW(median_of_round_ratios({}, {}), Error);
 }
 
+// Kernels compared with each other are timed in alternating rounds: each round gets a share of
+// the budget, and the rounds' medians make the measurement.
+TEST(Measure, RoundsSplitTheBudgetAndTheirMediansMakeTheMeasurement) {
+  MeasureOptions o;
+  o.min_reps = 10;
+  o.max_reps = 200;
+  o.min_seconds = 0.05;
+  o.max_seconds = 1.0;
+  const MeasureOptions r = round_options(o, 3);
+  EXPECT_EQ(r.min_reps, 4);
+  EXPECT_EQ(r.max_reps, 66);
+  EXPECT_DOUBLE_EQ(r.min_seconds, 0.05 / 3);
+  EXPECT_DOUBLE_EQ(r.max_seconds, 1.0 / 3);
+  EXPECT_DOUBLE_EQ(r.warmup_seconds, o.warmup_seconds);
+  EXPECT_EQ(round_options(o, 1).min_reps, 10);
+  o.min_reps = 1;
+  EXPECT_EQ(round_options(o, 3).min_reps, 3);  // at least 3 samples a round
+
+  auto round = [](double median, double p10, double p90, bool noisy) {
+    Measurement m;
+    m.median = median;
+    m.min = p10 * 0.9;
+    m.p10 = p10;
+    m.p90 = p90;
+    m.reps = 10;
+    m.noisy = noisy;
+    return m;
+  };
+  // The middle round's median, whichever round met a slow phase.
+  const Measurement m = merge_rounds(
+      {round(30e-6, 29e-6, 31e-6, false), round(45e-6, 40e-6, 60e-6, true), round(31e-6, 30e-6, 33e-6, false)});
+  EXPECT_DOUBLE_EQ(m.median, 31e-6);
+  EXPECT_DOUBLE_EQ(m.p10, 30e-6);
+  EXPECT_DOUBLE_EQ(m.p90, 33e-6);
+  EXPECT_DOUBLE_EQ(m.spread, 3e-6 / 31e-6);
+  EXPECT_DOUBLE_EQ(m.min, 29e-6 * 0.9);
+  EXPECT_EQ(m.reps, 30);
+  EXPECT_FALSE(m.noisy);  // one round of three
+  EXPECT_TRUE(merge_rounds({round(30e-6, 29e-6, 31e-6, true), round(45e-6, 40e-6, 60e-6, true),
+                            round(31e-6, 30e-6, 33e-6, false)})
+                  .noisy);
+  EXPECT_DOUBLE_EQ(merge_rounds({round(30e-6, 29e-6, 31e-6, false)}).median, 30e-6);
+}
+
 TEST(Measure, SteadyKernel) {
   FakeKernel k;
   k.duration = [](int64_t) { return 1e-3; };
