@@ -432,8 +432,15 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   // side by side.
   auto run_batch = [&](std::vector<std::string> batch, const std::string& what) {
     auto te = Clock::now();
+    // A kernel left in flight by a process that died is timed alone: its group's kernels were all
+    // in flight with it (check_and_time checks a group before timing it), and alone they are
+    // charged only their own crashes.
     std::vector<std::string> group_key(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) group_key[i] = linear_group(batch[i]);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto prev = known.find(key_of(batch[i]));
+      const bool crashed = prev != known.end() && prev->second.status == TuningStatus::kInFlight;
+      group_key[i] = crashed ? "" : linear_group(batch[i]);
+    }
     {
       std::vector<size_t> order(batch.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;

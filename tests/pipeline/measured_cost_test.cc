@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <xmmintrin.h>
 
 #include <filesystem>
@@ -334,6 +335,35 @@ TEST(MeasuredCostGroups, AKernelsEpilogueVariantsAreTimedInAlternatingRounds) {
   int alternating = 0;
   for (const auto& [id, n] : stretches) alternating += n >= 3;
   EXPECT_GE(alternating, 2) << fmt::format("{}", fmt::join(backend.device.switches, " "));
+}
+
+// A kernel left in flight by a process that died (a crash while its group was checked or timed:
+// every kernel of the group is in flight then) is timed alone on the rerun, so the crash is charged
+// only to the kernel that crashes again, not to the kernels grouped with it.
+TEST(MeasuredCostGroups, KernelsLeftInFlightAreTimedAlone) {
+  korch::testing::TempDir dir("korch_measured_cost_in_flight");
+  const std::filesystem::path db = dir.path() / "tuning.db";
+  const Graph g = matvec(64, 16);
+  CandidateOptions co;
+  {
+    RunLogBackend first;
+    co.rules = first.fusion_rules();
+    MeasuredCost costs(first, quiet(db));
+    costs.prepare(g, enumerate_candidates(g, co).candidates);
+  }
+  sqlite3* s = nullptr;
+  ASSERT_EQ(sqlite3_open(db.string().c_str(), &s), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(s, "UPDATE records SET status = 'inflight', reps = 1", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(s);
+  RunLogBackend backend;
+  const std::vector<KernelCandidate> cands = enumerate_candidates(g, co).candidates;
+  MeasuredCost costs(backend, quiet(db));
+  costs.prepare(g, cands);
+  ASSERT_TRUE(costs.cost(g, matmul_alone(g, cands)).feasible());
+  std::map<int, int> stretches;
+  for (int id : backend.device.switches) ++stretches[id];
+  ASSERT_GE(stretches.size(), 2u);
+  for (const auto& [id, n] : stretches) EXPECT_EQ(n, 1) << fmt::format("{}", fmt::join(backend.device.switches, " "));
 }
 
 }  // namespace
