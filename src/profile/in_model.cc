@@ -277,7 +277,7 @@ KernelCost InModelCosts::cost(const Graph& g, const KernelCandidate& c) {
                 fmt::format("{} x{:.2f} (in-model ratio of the kernel that ran its {})", k.reason, own->second, linear),
                 k.variant};
     }
-    const double f = scale(cost_class(g, c));
+    const double f = scale(static_cast<CostClass>(cls));
     if (f == 1.0) return k;
     return {k.seconds * f, fmt::format("{} x{:.2f} (in-model scale of its class)", k.reason, f), k.variant};
   }
