@@ -187,6 +187,13 @@ void CandidateSet::reject(const std::vector<NodeId>& nodes, const std::string& r
 
 bool is_free_value(const Graph& g, ValueId v) { return g.value(v).producer < 0; }
 
+NodeId linear_node(const Graph& g, const KernelCandidate& c) {
+  if (c.linear <= 0) return -1;
+  for (NodeId n : c.nodes)
+    if (primitive_kind(g, g.nodes[static_cast<size_t>(n)]) == PrimitiveKind::kLinear) return n;
+  return -1;
+}
+
 KernelCandidate make_candidate(const Graph& g, std::vector<NodeId> nodes, bool minimal) {
   std::sort(nodes.begin(), nodes.end());
   GraphIndex gi(g);

@@ -105,6 +105,9 @@ bool is_free_value(const Graph& g, ValueId v);
 // selects the output-set variant described above.
 KernelCandidate make_candidate(const Graph& g, std::vector<NodeId> nodes, bool minimal);
 
+// c's first linear primitive (the one its library call runs), or -1 when it has none (c.linear 0).
+NodeId linear_node(const Graph& g, const KernelCandidate& c);
+
 // All candidates of `g` (a primitive graph, topologically sorted, dead code removed).
 CandidateSet enumerate_candidates(const Graph& g, const CandidateOptions& options);
 

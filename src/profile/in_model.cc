@@ -8,8 +8,8 @@
 #include <ctime>
 #include <random>
 
-#include "ir/primitive.h"
 #include "ir/random.h"
+#include "orchestrate/kernel_candidate.h"
 #include "profile/measure.h"
 #include "profile/tuning_db.h"
 #include "support/clock.h"
@@ -231,12 +231,8 @@ namespace {
 
 // The name of c's linear primitive ("" when it has none).
 std::string linear_name(const Graph& g, const KernelCandidate& c) {
-  if (c.linear <= 0) return "";
-  for (NodeId n : c.nodes) {
-    const Node& node = g.nodes[static_cast<size_t>(n)];
-    if (primitive_kind(g, node) == PrimitiveKind::kLinear) return node.name;
-  }
-  return "";
+  const NodeId n = linear_node(g, c);
+  return n < 0 ? "" : g.nodes[static_cast<size_t>(n)].name;
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 
 #include "codegen/backend.h"
 #include "codegen/kernel_signature.h"
-#include "ir/primitive.h"
 #include "orchestrate/analytic_cost.h"
+#include "orchestrate/kernel_candidate.h"
 #include "profile/kernel_check.h"
 #include "profile/progress.h"
 #include "profile/tuning_db.h"
@@ -418,14 +418,9 @@ void MeasuredCost::prepare(const Graph& g, const std::vector<KernelCandidate>& c
   // The group of a kernel with a linear primitive (check_and_time): the signature of that primitive
   // alone, which every kernel running the same Conv or MatMul shares; "" for a loop kernel.
   auto linear_group = [&](const std::string& hash) -> std::string {
-    const KernelCandidate& c = candidates[static_cast<size_t>(first_of[hash])];
-    if (c.linear <= 0) return "";
-    for (NodeId n : c.nodes)
-      if (primitive_kind(g, g.nodes[static_cast<size_t>(n)]) == PrimitiveKind::kLinear) {
-        auto it = singleton_hash.find(n);
-        return it == singleton_hash.end() ? "" : it->second;
-      }
-    return "";
+    const NodeId n = linear_node(g, candidates[static_cast<size_t>(first_of[hash])]);
+    auto it = n < 0 ? singleton_hash.end() : singleton_hash.find(n);
+    return it == singleton_hash.end() ? "" : it->second;
   };
 
   // Generates, compiles, checks and times `batch` (hashes), the kernels of one linear primitive
